@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libnotifyx: one file-descriptor-based interface to Linux file-change
+ * notification (inotify, fanotify, dnotify, polling).  See notifyx(7).
+ */
+#ifndef NOTIFYX_H
+#define NOTIFYX_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- versions ---------------------------------------------------------- */
+
+#define NOTIFYX_VERSION_MAJOR 0
+#define NOTIFYX_VERSION_MINOR 1
+#define NOTIFYX_VERSION_PATCH 0
+
+/* True when this header is at least version major.minor.patch. */
+#define NOTIFYX_CHECK_VERSION(major, minor, patch)                              \
+	(NOTIFYX_VERSION_MAJOR > (major) ||                                     \
+	 (NOTIFYX_VERSION_MAJOR == (major) && NOTIFYX_VERSION_MINOR > (minor)) || \
+	 (NOTIFYX_VERSION_MAJOR == (major) && NOTIFYX_VERSION_MINOR == (minor) && \
+	  NOTIFYX_VERSION_PATCH >= (patch)))
+
+/* ---- handle and configuration ------------------------------------------ */
+
+struct notifyx; /* opaque handle */
+
+#define NOTIFYX_BACKEND_AUTO     0u /* inotify; else dnotify; else poll */
+#define NOTIFYX_BACKEND_INOTIFY  1u
+#define NOTIFYX_BACKEND_FANOTIFY 2u
+#define NOTIFYX_BACKEND_DNOTIFY  3u
+#define NOTIFYX_BACKEND_POLL     4u
+
+/* notifyx_config.flags */
+#define NOTIFYX_NONBLOCK 0x1u /* notifyx_read fails with EAGAIN instead of blocking */
+
+struct notifyx_config {
+	uint32_t size;             /* sizeof(struct notifyx_config) as the caller compiled it */
+	uint32_t backend;          /* NOTIFYX_BACKEND_* */
+	uint32_t flags;            /* NOTIFYX_NONBLOCK */
+	uint32_t poll_interval_ms; /* scanning backends: 0 means the default, 1000 */
+	int32_t  signal;           /* dnotify backend: 0 means the documented default real-time signal */
+	uint32_t queue_max;        /* events held in the library before NOTIFYX_OVERFLOW; 0: default */
+};
+
+/* ---- events -------------------------------------------------------------- */
+
+/* requestable event types: each event carries exactly one type bit */
+#define NOTIFYX_ACCESS        0x00000001u /* file read */
+#define NOTIFYX_MODIFY        0x00000002u /* file content written or truncated */
+#define NOTIFYX_ATTRIB        0x00000004u /* metadata: mode, owner, times, xattrs, link count */
+#define NOTIFYX_CLOSE_WRITE   0x00000008u /* file opened for writing was closed */
+#define NOTIFYX_CLOSE_NOWRITE 0x00000010u
+#define NOTIFYX_OPEN          0x00000020u
+#define NOTIFYX_CREATE        0x00000040u /* entry created in a watched directory */
+#define NOTIFYX_DELETE        0x00000080u /* entry removed from a watched directory */
+#define NOTIFYX_RENAME        0x00000100u /* renamed inside one watch: path is new, old_path is old */
+#define NOTIFYX_MOVED_OUT     0x00000200u /* moved from this watch to somewhere else */
+#define NOTIFYX_MOVED_IN      0x00000400u /* moved into this watch from somewhere else */
+#define NOTIFYX_DELETE_SELF   0x00000800u /* the watched root itself was deleted */
+#define NOTIFYX_MOVE_SELF     0x00001000u /* the watched root itself was moved */
+#define NOTIFYX_ALL_EVENTS    0x00001fffu
+
+/* always delivered, never requested (passing them to add_watch is EINVAL) */
+#define NOTIFYX_OVERFLOW      0x00010000u /* events of this watch were lost: rescan it */
+#define NOTIFYX_UNMOUNT       0x00020000u /* the filesystem holding the root was unmounted */
+#define NOTIFYX_ERROR         0x00040000u /* part of the tree is no longer watched; see error */
+#define NOTIFYX_IGNORED       0x00080000u /* the watch is gone: the last event of its wd */
+
+/* notifyx_event.flags */
+#define NOTIFYX_EVENT_ISDIR     0x1u /* the entry is a directory */
+#define NOTIFYX_EVENT_SYNTHETIC 0x2u /* found by the library (a scan or a diff), not reported by the kernel */
+#define NOTIFYX_EVENT_EXCHANGE  0x4u /* RENAME: the entries at path and old_path swapped names */
+
+/* notifyx_add_watch flags */
+#define NOTIFYX_WATCH_RECURSIVE 0x1u  /* the whole tree, including directories created later */
+#define NOTIFYX_WATCH_ONESHOT   0x2u  /* remove the watch after its first event */
+#define NOTIFYX_WATCH_NOFOLLOW  0x4u  /* do not follow a symbolic link at path itself */
+#define NOTIFYX_WATCH_ONLYDIR   0x8u  /* fail with ENOTDIR unless path is a directory */
+#define NOTIFYX_WATCH_XDEV      0x10u /* recursive: do not enter other mounted filesystems */
+#define NOTIFYX_WATCH_LIST      0x20u /* report what the tree holds, and what moves in, as SYNTHETIC CREATEs */
+
+struct notifyx_event {
+	uint32_t size;         /* bytes in this record, names and zero padding included; multiple of 8 */
+	int32_t  wd;           /* the watch, as notifyx_add_watch returned it */
+	uint32_t mask;         /* exactly one event type */
+	uint32_t flags;        /* NOTIFYX_EVENT_* */
+	uint32_t cookie;       /* the same non-zero value on the two halves of one move; else 0 */
+	int32_t  error;        /* an errno value for NOTIFYX_ERROR; else 0 */
+	uint32_t path_len;     /* strlen(path) */
+	uint32_t old_path_len; /* strlen(old_path); 0 when there is none */
+	char     names[];      /* path NUL, then old_path NUL when old_path_len > 0, then zero padding */
+};
+
+/* The record is plain data, identical on 32- and 64-bit systems. */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct notifyx_event) == 32, "notifyx_event header is 32 bytes");
+_Static_assert(offsetof(struct notifyx_event, cookie) == 16, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, names) == 32, "notifyx_event layout");
+_Static_assert(sizeof(struct notifyx_config) == 24, "notifyx_config version 0 is 24 bytes");
+#endif
+
+/* one event is never larger than this; a buffer of this size always makes progress */
+#define NOTIFYX_EVENT_MAX (sizeof(struct notifyx_event) + 2 * PATH_MAX)
+
+/* ---- functions ------------------------------------------------------------ */
+
+struct notifyx *notifyx_open(const struct notifyx_config *config); /* NULL config: all defaults */
+int      notifyx_close(struct notifyx *nx);
+int      notifyx_fd(const struct notifyx *nx);
+int      notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t events, uint32_t flags);
+int      notifyx_rm_watch(struct notifyx *nx, int wd);
+int      notifyx_exclude(struct notifyx *nx, const char *pattern);
+ssize_t  notifyx_read(struct notifyx *nx, void *buf, size_t len);
+uint32_t notifyx_backend(const struct notifyx *nx);
+uint32_t notifyx_supported_events(const struct notifyx *nx);
+const char *notifyx_watch_path(const struct notifyx *nx, int wd);
+const char *notifyx_backend_name(uint32_t backend);   /* "inotify", ...; NULL if unknown */
+const char *notifyx_event_name(uint32_t mask);        /* "create", ...; NULL unless one known bit */
+const char *notifyx_version(void);                    /* "MAJOR.MINOR.PATCH" of the library */
+
+/* ---- record access ---------------------------------------------------------- */
+
+/* The record after ev in a buffer filled by notifyx_read. */
+static inline const struct notifyx_event *
+notifyx_event_next(const struct notifyx_event *ev)
+{
+	return (const struct notifyx_event *)(const void *)((const char *)ev + ev->size);
+}
+
+static inline const char *notifyx_event_path(const struct notifyx_event *ev)
+{
+	return ev->names;
+}
+
+/* NULL when the event has no old path. */
+static inline const char *notifyx_event_old_path(const struct notifyx_event *ev)
+{
+	return ev->old_path_len ? ev->names + ev->path_len + 1 : NULL;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NOTIFYX_H */
