@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * notifyx(1): watch files from the command line with libnotifyx.
+ *
+ *   notifyx watch [OPTION]... PATH...   print events, one per line
+ *   notifyx backends                    which backends work here
+ *   notifyx --help | --version
+ *
+ * The output formats and the escaping of names are described in the usage
+ * text below and, byte for byte, at the top of escape.c.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <notifyx.h>
+
+#include "escape.h"
+
+#define EXIT_USAGE 2
+
+static const char *progname = "notifyx";
+
+static void usage_main(FILE *f)
+{
+	fprintf(f,
+"Usage: notifyx COMMAND [OPTION]... [ARG]...\n"
+"       notifyx --help | --version\n"
+"\n"
+"Report file changes with libnotifyx (inotify, fanotify, dnotify, polling).\n"
+"\n"
+"Commands:\n"
+"  watch [OPTION]... PATH...   print the events of PATH..., one per line\n"
+"  backends                    list the backends, whether each works here,\n"
+"                              and the events each can report\n"
+"\n"
+"Options:\n"
+"  -h, --help      show this help (\"notifyx watch --help\" for watch)\n"
+"  -V, --version   show the version of the libnotifyx library in use\n"
+"\n"
+"Output of \"backends\": one line per backend, in the order inotify,\n"
+"fanotify, dnotify, poll:\n"
+"  NAME yes EVENT,EVENT,...   the backend starts here and reports these events\n"
+"  NAME no: REASON            it cannot start here (REASON is strerror(3))\n"
+"\n"
+"Exit status: 0 success, 1 failure, 2 usage error.  \"backends\" exits 0 when\n"
+"at least one backend works, else 1.\n");
+}
+
+static void usage_watch(FILE *f)
+{
+	fprintf(f,
+"Usage: notifyx watch [OPTION]... PATH...\n"
+"\n"
+"Watch each PATH (a file or a directory) and print one line per event on\n"
+"standard output, written out after each batch of events, so that a pipe\n"
+"reader sees events as they come.\n"
+"\n"
+"Options:\n"
+"  -r, --recursive        watch whole directory trees, including directories\n"
+"                         created later\n"
+"  -b, --backend=NAME     auto (default: inotify, else dnotify, else poll;\n"
+"                         the NOTIFYX_BACKEND environment variable applies),\n"
+"                         inotify, fanotify, dnotify or poll\n"
+"  -e, --event=EVENTS     comma-separated event names (access, modify, attrib,\n"
+"                         close_write, close_nowrite, open, create, delete,\n"
+"                         rename, moved_out, moved_in, delete_self, move_self),\n"
+"                         or \"all\": every event the backend supports (the\n"
+"                         default); may be given more than once\n"
+"  -x, --exclude=GLOB     do not report or enter entries matching GLOB: with a\n"
+"                         '/', matched against the path below the watched\n"
+"                         PATH, else against the entry's name (fnmatch(3));\n"
+"                         may be given more than once\n"
+"      --format=FORMAT    text (default) or json\n"
+"  -h, --help             show this help\n"
+"\n"
+"Text format, one event per line:\n"
+"  EVENT [FLAG]... \"PATH\" [from \"OLD_PATH\"] [: MESSAGE]\n"
+"  EVENT is the event name as libnotifyx spells it (create, delete, rename,\n"
+"  ..., and overflow, unmount, error, ignored, which are always reported).\n"
+"  FLAGs: isdir, synthetic, exchange, and cookie=N when N is not 0.\n"
+"  PATH is the watched PATH joined with the path of the entry (PATH itself\n"
+"  for an event of the watched PATH).  \"from\" OLD_PATH comes with rename.\n"
+"  MESSAGE: for error, strerror(3) of its error; for overflow,\n"
+"  \"events were lost\".\n"
+"  Names are escaped C-style between double quotes: \\\\ \\\" \\n \\t \\r, and\n"
+"  \\xHH (two hex digits) for other control bytes, bytes that are not valid\n"
+"  UTF-8, and a few characters that could fool a terminal; valid UTF-8 is\n"
+"  written as itself.  Decoding the escapes gives back the exact bytes.\n"
+"\n"
+"JSON format (--format=json), one object per line, with the keys:\n"
+"  time       seconds since the Epoch, with microseconds, when the event was\n"
+"             read\n"
+"  wd         the watch descriptor (one per PATH, in the order given)\n"
+"  root       the watched PATH as given\n"
+"  path       the entry's path below root (\"\" for root itself)\n"
+"  old_path   rename: the entry's previous path below root; else null\n"
+"  event      the event name, as in the text format\n"
+"  isdir, synthetic, exchange   booleans, the event's flags\n"
+"  cookie     the number pairing moved_out and moved_in; 0 when none\n"
+"  error      the errno value of an error event; 0 when none\n"
+"  error_text strerror(3) of error; null when error is 0\n"
+"  Names that are valid UTF-8 are JSON strings of exactly that name.  A name\n"
+"  that is not valid UTF-8 is shown with U+FFFD for each invalid byte, and\n"
+"  the object then also has the key root_b64, path_b64 or old_path_b64\n"
+"  with the exact bytes in base64: decode that key when it is present.\n"
+"\n"
+"Ending: notifyx watch exits 0 when every watch has ended (each has\n"
+"reported ignored, for example after its PATH was deleted), and exits 0\n"
+"after SIGINT or SIGTERM, once the events already read are written out.\n"
+"It exits 1 when a PATH cannot be watched (before any event is printed) or\n"
+"on any other error, with a message \"notifyx: PATH: REASON\" on standard\n"
+"error, and 2 on a usage error.\n");
+}
+
+static void try_help(const char *cmd)
+{
+	fprintf(stderr, "Try '%s%s%s --help' for more information.\n",
+		progname, cmd ? " " : "", cmd ? cmd : "");
+}
+
+/* ---- names --------------------------------------------------------------- */
+
+static const uint32_t all_backends[] = {
+	NOTIFYX_BACKEND_INOTIFY,
+	NOTIFYX_BACKEND_FANOTIFY,
+	NOTIFYX_BACKEND_DNOTIFY,
+	NOTIFYX_BACKEND_POLL,
+};
+
+#define N_BACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
+
+/* Fallback names, used only if the library does not know one of them. */
+static const char *backend_name(uint32_t b)
+{
+	const char *n = notifyx_backend_name(b);
+	static const char *const fallback[] = { "auto", "inotify", "fanotify", "dnotify", "poll" };
+
+	if (n)
+		return n;
+	return b < sizeof(fallback) / sizeof(fallback[0]) ? fallback[b] : "unknown";
+}
+
+static int parse_backend(const char *s, uint32_t *out)
+{
+	size_t i;
+
+	if (strcasecmp(s, "auto") == 0) {
+		*out = NOTIFYX_BACKEND_AUTO;
+		return 0;
+	}
+	for (i = 0; i < N_BACKENDS; i++) {
+		if (strcasecmp(s, backend_name(all_backends[i])) == 0) {
+			*out = all_backends[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Writes the event name of mask (exactly one bit, normally) to f. */
+static void put_event_name(FILE *f, uint32_t mask)
+{
+	const char *n = notifyx_event_name(mask);
+
+	if (n)
+		fputs(n, f);
+	else
+		fprintf(f, "0x%08x", (unsigned)mask);
+}
+
+/* Comma-separated names of the event bits in mask. */
+static void put_event_list(FILE *f, uint32_t mask)
+{
+	int first = 1;
+	unsigned i;
+
+	for (i = 0; i < 32; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		if (!first)
+			fputc(',', f);
+		put_event_name(f, 1u << i);
+		first = 0;
+	}
+	if (first)
+		fputs("none", f);
+}
+
+/*
+ * Parses a comma-separated list of event names into *mask; "all" sets
+ * *want_all.  Returns 0, or -1 after a message.
+ */
+static int parse_events(const char *list, uint32_t *mask, int *want_all)
+{
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		uint32_t bit = 0;
+		unsigned i;
+
+		if (len == 3 && strncasecmp(p, "all", 3) == 0) {
+			*want_all = 1;
+		} else if (len > 0) {
+			for (i = 0; i < 32; i++) {
+				const char *n = notifyx_event_name(1u << i);
+
+				if ((1u << i) & NOTIFYX_ALL_EVENTS && n &&
+				    strlen(n) == len && strncasecmp(n, p, len) == 0) {
+					bit = 1u << i;
+					break;
+				}
+			}
+			if (!bit) {
+				fprintf(stderr, "%s: unknown event '%.*s' (known: all,",
+					progname, (int)len, p);
+				put_event_list(stderr, NOTIFYX_ALL_EVENTS);
+				fputs(")\n", stderr);
+				return -1;
+			}
+			*mask |= bit;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+/* ---- error messages ---------------------------------------------------------- */
+
+/* "notifyx: WHAT: strerror(err)", and a hint for the limits one can raise. */
+static void report_error(const char *what, int err, uint32_t backend, int opening)
+{
+	fprintf(stderr, "%s: %s: %s\n", progname, what, strerror(err));
+	if (err == ENOSPC && backend == NOTIFYX_BACKEND_INOTIFY)
+		fprintf(stderr, "%s: the inotify watch limit was reached; it is "
+			"/proc/sys/fs/inotify/max_user_watches\n", progname);
+	else if (err == ENOSPC && backend == NOTIFYX_BACKEND_FANOTIFY)
+		fprintf(stderr, "%s: the fanotify mark limit was reached; it is "
+			"/proc/sys/fs/fanotify/max_user_marks\n", progname);
+	else if (err == EMFILE && opening &&
+		 (backend == NOTIFYX_BACKEND_INOTIFY || backend == NOTIFYX_BACKEND_AUTO))
+		fprintf(stderr, "%s: the inotify instance limit "
+			"(/proc/sys/fs/inotify/max_user_instances) or the open "
+			"file limit (ulimit -n) was reached\n", progname);
+	else if (err == EMFILE && opening && backend == NOTIFYX_BACKEND_FANOTIFY)
+		fprintf(stderr, "%s: the fanotify group limit "
+			"(/proc/sys/fs/fanotify/max_user_groups) or the open "
+			"file limit (ulimit -n) was reached\n", progname);
+	else if (err == EMFILE)
+		fprintf(stderr, "%s: the open file limit (ulimit -n) was reached\n",
+			progname);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* A scratch buffer that grows as names need it. */
+struct scratch {
+	char *p;
+	size_t size;
+};
+
+static char *scratch_get(struct scratch *s, size_t need)
+{
+	if (need > s->size) {
+		size_t n = s->size ? s->size : 256;
+		char *p;
+
+		while (n < need)
+			n *= 2;
+		p = realloc(s->p, n);
+		if (!p) {
+			fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+			exit(EXIT_FAILURE);
+		}
+		s->p = p;
+		s->size = n;
+	}
+	return s->p;
+}
+
+static struct scratch esc_buf, join_buf;
+
+/* Writes s[0..n) C-escaped between double quotes. */
+static void put_c_string(FILE *f, const char *s, size_t n)
+{
+	char *d = scratch_get(&esc_buf, NXESC_C_MAX(n));
+
+	nxesc_c(d, (const unsigned char *)s, n);
+	fputc('"', f);
+	fputs(d, f);
+	fputc('"', f);
+}
+
+/* Writes ,"key":"..." and, for a name that is not UTF-8, ,"key_b64":"...". */
+static void put_json_name(FILE *f, const char *key, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = scratch_get(&esc_buf, NXESC_JSON_MAX(n) > NXESC_BASE64_MAX(n) ?
+				       NXESC_JSON_MAX(n) : NXESC_BASE64_MAX(n));
+
+	nxesc_json(d, (const unsigned char *)s, n);
+	fprintf(f, ",\"%s\":\"%s\"", key, d);
+	if (!nxesc_utf8_valid((const unsigned char *)s, n)) {
+		nxesc_base64(d, (const unsigned char *)s, n);
+		fprintf(f, ",\"%s_b64\":\"%s\"", key, d);
+	}
+}
+
+/* root joined with the relative path rel ("" is root itself). */
+static const char *join(const char *root, const char *rel)
+{
+	size_t rl = strlen(root), pl = strlen(rel);
+	char *d;
+
+	if (pl == 0)
+		return root;
+	d = scratch_get(&join_buf, rl + pl + 2);
+	memcpy(d, root, rl);
+	if (rl == 0 || root[rl - 1] != '/')
+		d[rl++] = '/';
+	memcpy(d + rl, rel, pl + 1);
+	return d;
+}
+
+enum format { FORMAT_TEXT, FORMAT_JSON };
+
+static void print_text(FILE *f, const struct notifyx_event *ev, const char *root)
+{
+	const char *old = notifyx_event_old_path(ev);
+	const char *p;
+
+	put_event_name(f, ev->mask);
+	if (ev->flags & NOTIFYX_EVENT_ISDIR)
+		fputs(" isdir", f);
+	if (ev->flags & NOTIFYX_EVENT_SYNTHETIC)
+		fputs(" synthetic", f);
+	if (ev->flags & NOTIFYX_EVENT_EXCHANGE)
+		fputs(" exchange", f);
+	if (ev->flags & ~(uint32_t)(NOTIFYX_EVENT_ISDIR | NOTIFYX_EVENT_SYNTHETIC |
+				    NOTIFYX_EVENT_EXCHANGE))
+		fprintf(f, " flags=0x%x", (unsigned)ev->flags);
+	if (ev->cookie)
+		fprintf(f, " cookie=%u", (unsigned)ev->cookie);
+	fputc(' ', f);
+	p = join(root, notifyx_event_path(ev));
+	put_c_string(f, p, strlen(p));
+	if (old) {
+		fputs(" from ", f);
+		p = join(root, old);
+		put_c_string(f, p, strlen(p));
+	}
+	if (ev->mask == NOTIFYX_ERROR)
+		fprintf(f, ": %s", strerror(ev->error));
+	else if (ev->mask == NOTIFYX_OVERFLOW)
+		fputs(": events were lost", f);
+	fputc('\n', f);
+}
+
+static void print_json(FILE *f, const struct notifyx_event *ev, const char *root,
+		       const struct timespec *now)
+{
+	const char *old = notifyx_event_old_path(ev);
+
+	fprintf(f, "{\"time\":%lld.%06ld,\"wd\":%d", (long long)now->tv_sec,
+		(long)(now->tv_nsec / 1000), (int)ev->wd);
+	put_json_name(f, "root", root);
+	put_json_name(f, "path", notifyx_event_path(ev));
+	if (old)
+		put_json_name(f, "old_path", old);
+	else
+		fputs(",\"old_path\":null", f);
+	fputs(",\"event\":\"", f);
+	put_event_name(f, ev->mask); /* plain lower-case ASCII names */
+	fprintf(f, "\",\"isdir\":%s,\"synthetic\":%s,\"exchange\":%s,\"cookie\":%u,\"error\":%d",
+		ev->flags & NOTIFYX_EVENT_ISDIR ? "true" : "false",
+		ev->flags & NOTIFYX_EVENT_SYNTHETIC ? "true" : "false",
+		ev->flags & NOTIFYX_EVENT_EXCHANGE ? "true" : "false",
+		(unsigned)ev->cookie, (int)ev->error);
+	if (ev->error) {
+		const char *msg = strerror(ev->error);
+		size_t n = strlen(msg);
+		char *d = scratch_get(&esc_buf, NXESC_JSON_MAX(n));
+
+		nxesc_json(d, (const unsigned char *)msg, n);
+		fprintf(f, ",\"error_text\":\"%s\"}\n", d);
+	} else {
+		fputs(",\"error_text\":null}\n", f);
+	}
+}
+
+/* ---- watch ----------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct watch {
+	int wd;
+	const char *root;
+	int live;
+};
+
+static const char *const watch_short = "rb:e:x:h";
+static const struct option watch_long[] = {
+	{ "recursive", no_argument,       NULL, 'r' },
+	{ "backend",   required_argument, NULL, 'b' },
+	{ "event",     required_argument, NULL, 'e' },
+	{ "events",    required_argument, NULL, 'e' },
+	{ "exclude",   required_argument, NULL, 'x' },
+	{ "format",    required_argument, NULL, 'F' },
+	{ "help",      no_argument,       NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int cmd_watch(int argc, char **argv)
+{
+	struct notifyx_config cfg;
+	struct notifyx *nx;
+	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
+	int want_all = 0, opt, nwatch, live, i, status = EXIT_SUCCESS;
+	enum format format = FORMAT_TEXT;
+	const char **excludes;
+	int nexclude = 0;
+	struct watch *watches;
+	struct sigaction sa;
+	sigset_t block, orig;
+	size_t bufsize;
+	void *buf;
+
+	excludes = calloc((size_t)argc, sizeof(*excludes));
+	if (!excludes) {
+		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+		return EXIT_FAILURE;
+	}
+
+	/* Options and paths may mix; "--" ends the options. */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, watch_short, watch_long, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			flags |= NOTIFYX_WATCH_RECURSIVE;
+			break;
+		case 'b':
+			if (parse_backend(optarg, &backend) < 0) {
+				fprintf(stderr, "%s: unknown backend '%s' (known: auto, "
+					"inotify, fanotify, dnotify, poll)\n", progname, optarg);
+				try_help("watch");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'e':
+			if (parse_events(optarg, &events, &want_all) < 0) {
+				try_help("watch");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'x':
+			excludes[nexclude++] = optarg;
+			break;
+		case 'F':
+			if (strcmp(optarg, "text") == 0) {
+				format = FORMAT_TEXT;
+			} else if (strcmp(optarg, "json") == 0) {
+				format = FORMAT_JSON;
+			} else {
+				fprintf(stderr, "%s: unknown format '%s' (known: text, json)\n",
+					progname, optarg);
+				try_help("watch");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage_watch(stdout);
+			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+		default:
+			try_help("watch");
+			return EXIT_USAGE;
+		}
+	}
+	nwatch = argc - optind;
+	if (nwatch <= 0) {
+		fprintf(stderr, "%s: watch: no PATH given\n", progname);
+		try_help("watch");
+		return EXIT_USAGE;
+	}
+	if (events == 0)
+		want_all = 1;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = sizeof(cfg);
+	cfg.backend = backend;
+	cfg.flags = NOTIFYX_NONBLOCK;
+	nx = notifyx_open(&cfg);
+	if (!nx) {
+		int err = errno;
+		char what[64];
+
+		snprintf(what, sizeof(what), "backend %s", backend_name(backend));
+		report_error(what, err, backend, 1);
+		return EXIT_FAILURE;
+	}
+	if (want_all)
+		events |= notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS;
+
+	for (i = 0; i < nexclude; i++) {
+		if (notifyx_exclude(nx, excludes[i]) < 0) {
+			report_error(excludes[i], errno, notifyx_backend(nx), 0);
+			notifyx_close(nx);
+			return EXIT_FAILURE;
+		}
+	}
+
+	watches = calloc((size_t)nwatch, sizeof(*watches));
+	if (!watches) {
+		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+		notifyx_close(nx);
+		return EXIT_FAILURE;
+	}
+	for (i = 0; i < nwatch; i++) {
+		const char *path = argv[optind + i];
+		int wd = notifyx_add_watch(nx, path, events, flags);
+
+		if (wd < 0) {
+			int err = errno;
+			uint32_t b = notifyx_backend(nx);
+
+			report_error(path, err, b, 0);
+			if (err == EOPNOTSUPP) {
+				fprintf(stderr, "%s: the %s backend cannot report: ",
+					progname, backend_name(b));
+				put_event_list(stderr, events & ~notifyx_supported_events(nx));
+				fputc('\n', stderr);
+			}
+			notifyx_close(nx);
+			return EXIT_FAILURE;
+		}
+		watches[i].wd = wd;
+		watches[i].root = path;
+		watches[i].live = 1;
+	}
+	live = nwatch;
+
+	/*
+	 * SIGINT and SIGTERM are blocked but while waiting for events, so that
+	 * a batch is always written out whole before the tool ends.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	sigdelset(&orig, SIGINT);
+	sigdelset(&orig, SIGTERM);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	bufsize = NOTIFYX_EVENT_MAX > 65536 ? NOTIFYX_EVENT_MAX : 65536;
+	buf = malloc(bufsize);
+	if (!buf) {
+		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+		notifyx_close(nx);
+		return EXIT_FAILURE;
+	}
+
+	while (live > 0 && !stop_signal) {
+		struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
+		const struct notifyx_event *ev, *end;
+		struct timespec now;
+		ssize_t n;
+
+		if (ppoll(&pfd, 1, NULL, &orig) < 0) {
+			if (errno == EINTR)
+				continue;
+			report_error("poll", errno, 0, 0);
+			status = EXIT_FAILURE;
+			break;
+		}
+		n = notifyx_read(nx, buf, bufsize);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			report_error("read", errno, 0, 0);
+			status = EXIT_FAILURE;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &now);
+		ev = buf;
+		end = (const struct notifyx_event *)(const void *)((char *)buf + n);
+		for (; ev < end; ev = notifyx_event_next(ev)) {
+			const char *root = NULL;
+
+			if (ev->size < sizeof(*ev) || (size_t)((const char *)end - (const char *)ev) < ev->size)
+				break; /* never happens with a sound library */
+			for (i = 0; i < nwatch; i++)
+				if (watches[i].wd == ev->wd)
+					break;
+			if (i < nwatch) {
+				root = watches[i].root;
+				if (ev->mask == NOTIFYX_IGNORED && watches[i].live) {
+					watches[i].live = 0;
+					live--;
+				}
+			} else {
+				root = notifyx_watch_path(nx, ev->wd);
+				if (!root)
+					root = "?";
+			}
+			if (format == FORMAT_JSON)
+				print_json(stdout, ev, root, &now);
+			else
+				print_text(stdout, ev, root);
+		}
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			report_error("standard output", errno, 0, 0);
+			status = EXIT_FAILURE;
+			break;
+		}
+	}
+
+	free(buf);
+	free(watches);
+	free(excludes);
+	notifyx_close(nx);
+	return status;
+}
+
+/* ---- backends ---------------------------------------------------------------- */
+
+static int cmd_backends(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt, working = 0;
+	size_t i;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage_main(stdout);
+			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+		}
+		try_help(NULL);
+		return EXIT_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: backends: unexpected argument '%s'\n", progname, argv[optind]);
+		try_help(NULL);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < N_BACKENDS; i++) {
+		struct notifyx_config cfg;
+		struct notifyx *nx;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.size = sizeof(cfg);
+		cfg.backend = all_backends[i];
+		cfg.flags = NOTIFYX_NONBLOCK;
+		nx = notifyx_open(&cfg);
+		if (!nx) {
+			printf("%s no: %s\n", backend_name(all_backends[i]), strerror(errno));
+			continue;
+		}
+		printf("%s yes ", backend_name(all_backends[i]));
+		put_event_list(stdout, notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS);
+		putchar('\n');
+		notifyx_close(nx);
+		working++;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		report_error("standard output", errno, 0, 0);
+		return EXIT_FAILURE;
+	}
+	return working ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",    no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd;
+	int opt;
+
+	/* "+": stop at the command; its options are its own. */
+	while ((opt = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			usage_main(stdout);
+			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+		case 'V':
+			printf("notifyx (libnotifyx) %s\n", notifyx_version());
+			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+		default:
+			try_help(NULL);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s: no command given\n", progname);
+		usage_main(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = argv[optind];
+	if (strcmp(cmd, "watch") == 0)
+		return cmd_watch(argc - optind, argv + optind);
+	if (strcmp(cmd, "backends") == 0)
+		return cmd_backends(argc - optind, argv + optind);
+	if (strcmp(cmd, "help") == 0) {
+		if (optind + 1 < argc && strcmp(argv[optind + 1], "watch") == 0)
+			usage_watch(stdout);
+		else
+			usage_main(stdout);
+		return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	}
+	fprintf(stderr, "%s: unknown command '%s'\n", progname, cmd);
+	try_help(NULL);
+	return EXIT_USAGE;
+}
