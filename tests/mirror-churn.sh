@@ -1,0 +1,230 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# mirror-churn.sh [BACKEND]: run examples/mirror (the "Mirroring a tree"
+# pattern of notifyx(7)) against trees changed by tests/churn, and check that
+# the copy equals the tree whenever the mirror says it is quiescent: the same
+# relative paths, each a directory in both or a non-directory in both.
+#
+# BACKEND: $1, else $NOTIFYX_BACKEND, else inotify.
+#
+#   1. a tree with some content; the mirror starts and lists it
+#   2. churn at ordinary rates, several seeds (one with exchanges involving a
+#      directory); after each, the copy must equal the tree, with no
+#      OVERFLOW, no anomaly (an event that could not be applied) and no ERROR
+#   3. a burst while the mirror is stopped (SIGSTOP), beyond the kernel's
+#      16384 queued events: there must be an OVERFLOW, and after the
+#      mirror's resync the copy must equal the tree
+#   4. a second mirror with queue_max 64 (-Q 64) on a small tree, stopped
+#      during a burst of a few hundred events: an OVERFLOW from the
+#      library's own limit, then equal after the resync
+#
+# The mirror is told to get quiescent by SIGUSR1 and answers with a line
+# "synced ..." (see examples/mirror.c).  Exit 0 pass, 1 fail, 77 skip.
+# Set MIRROR_KEEP=1 to keep the work directory (logs, listings, operations).
+
+backend=${1:-${NOTIFYX_BACKEND:-inotify}}
+# The serial test driver runs tests from the top build directory and exports
+# srcdir only; AM_TESTS_ENVIRONMENT may also give these.
+: "${top_builddir:=$(pwd)}"
+mirror=$top_builddir/examples/mirror
+churn=$top_builddir/tests/churn
+ops=${MIRROR_CHURN_OPS:-2000}
+me="mirror-churn[$backend]"
+
+for p in "$mirror" "$churn"; do
+	if ! test -x "$p"; then
+		echo "SKIP: $me: $p is not built"
+		exit 77
+	fi
+done
+for tool in find sort diff seq xargs; do
+	if ! command -v $tool >/dev/null 2>&1; then
+		echo "SKIP: $me: $tool is not installed"
+		exit 77
+	fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/notifyx-mirror.XXXXXX") || exit 1
+pids=
+cleanup() {
+	for p in $pids; do
+		kill -CONT "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if test -n "${MIRROR_KEEP:-}"; then
+		echo "$me: work directory kept: $work"
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+fail() {
+	echo "FAIL: $me: $*"
+	exit 1
+}
+
+# ---- the mirror process ------------------------------------------------------
+
+# start NAME ARGS...: run the mirror as NAME (its output in $work/NAME.out,
+# its event log in $work/NAME.log) and wait for "started".
+start() {
+	name=$1
+	shift
+	"$mirror" "$@" >"$work/$name.out" 2>"$work/$name.log" &
+	eval "pid_$name=$!"
+	pids="$pids $!"
+	i=0
+	until grep -q '^started' "$work/$name.out" 2>/dev/null; do
+		if ! kill -0 "$(pid_of "$name")" 2>/dev/null; then
+			wait "$(pid_of "$name")"
+			status=$?
+			if test $status -eq 3; then
+				echo "SKIP: $me: the $backend backend cannot run here:"
+				cat "$work/$name.log"
+				exit 77
+			fi
+			cat "$work/$name.log"
+			fail "the mirror exited with status $status before it started"
+		fi
+		i=$((i + 1))
+		test $i -lt 200 || fail "the mirror did not start within 20 s"
+		sleep 0.1
+	done
+}
+
+pid_of() {
+	eval "echo \$pid_$1"
+}
+
+# sync NAME: ask the mirror for quiescence and wait for its "synced" line;
+# sets overflows, anomalies and errors from it.
+sync_mirror() {
+	name=$1
+	before=$(grep -c '^synced' "$work/$name.out")
+	kill -USR1 "$(pid_of "$name")" || fail "the mirror is gone"
+	i=0
+	while test "$(grep -c '^synced' "$work/$name.out")" -le "$before"; do
+		kill -0 "$(pid_of "$name")" 2>/dev/null || {
+			tail -n 20 "$work/$name.log"
+			fail "the mirror died"
+		}
+		i=$((i + 1))
+		test $i -lt 1200 || fail "the mirror did not sync within 60 s"
+		sleep 0.05
+	done
+	line=$(grep '^synced' "$work/$name.out" | tail -n 1)
+	overflows=$(echo "$line" | sed -n 's/.* overflows=\([0-9]*\).*/\1/p')
+	anomalies=$(echo "$line" | sed -n 's/.* anomalies=\([0-9]*\).*/\1/p')
+	errors=$(echo "$line" | sed -n 's/.* errors=\([0-9]*\).*/\1/p')
+}
+
+# ---- comparing trees ------------------------------------------------------------
+
+# One line per entry: "d path" for a directory, "f path" for anything else.
+listing() {
+	(cd "$1" && find . -mindepth 1 \( -type d -printf 'd %P\n' \) -o -printf 'f %P\n') |
+		LC_ALL=C sort
+}
+
+# compare NAME SRC DST WHAT: the copy must equal the tree.
+compare() {
+	name=$1
+	listing "$2" >"$work/src.list"
+	listing "$3" >"$work/dst.list"
+	if ! diff -u "$work/src.list" "$work/dst.list" >"$work/diff"; then
+		echo "$me: $4: the copy differs from the tree (- tree, + copy):"
+		sed -n '3,$p' "$work/diff" | grep '^[-+]' | head -n 50
+		echo "$me: the mirror's last events (the full log is $work/$name.log):"
+		tail -n 40 "$work/$name.log"
+		MIRROR_KEEP=1
+		fail "$4: the copy is not equal to the tree"
+	fi
+	echo "$me: $4: equal ($(wc -l <"$work/src.list") entries)"
+}
+
+# check_clean NAME WHAT: no anomaly and no ERROR so far.
+check_clean() {
+	if test "$anomalies" != 0 || test "$errors" != 0; then
+		grep -e 'anomaly' -e 'not watched' "$work/$1.log" | head -n 20
+		MIRROR_KEEP=1
+		fail "$2: $anomalies anomalies, $errors ERROR events"
+	fi
+}
+
+# ---- 1. initial content -------------------------------------------------------------
+
+tree=$work/tree
+src=$tree/src
+outside=$tree/outside
+mkdir -p "$src/a/b/c" "$src/empty" "$outside" || exit 1
+touch "$src/top" "$src/a/f" "$src/a/b/c/deep" "$src/name with spaces" || exit 1
+ln -s a "$src/link-to-dir" && ln -s nowhere "$src/dangling" || exit 1
+(cd "$tree" && "$churn" -s 1000 -n 300 -p 0 src outside) 2>/dev/null || fail "churn failed"
+
+start m -b "$backend" "$src" "$work/copy"
+sync_mirror m
+compare m "$src" "$work/copy" "initial listing"
+
+# ---- 2. churn at ordinary rates --------------------------------------------------------
+
+for seed in 1 2 3 4; do
+	x=
+	test $seed = 4 && x=-x
+	(cd "$tree" && "$churn" -v $x -s $seed -n "$ops" src outside >"$work/churn-$seed.ops") ||
+		fail "churn failed"
+	sync_mirror m
+	compare m "$src" "$work/copy" "churn seed $seed${x:+ with exchanges}"
+	test "$overflows" = 0 || {
+		MIRROR_KEEP=1
+		fail "churn seed $seed: $overflows OVERFLOW at ordinary rates"
+	}
+	check_clean m "churn seed $seed"
+done
+
+# ---- 3. a burst beyond the kernel's queue, the mirror stopped ---------------------------------
+
+kill -STOP "$(pid_of m)"
+(cd "$tree" && "$churn" -s 5 -n 1000 -p 0 src outside) 2>/dev/null || fail "churn failed"
+mkdir "$src/burst" &&
+	(cd "$src/burst" && seq 1 12000 | xargs touch && seq 1 2 12000 | xargs rm) ||
+	fail "burst failed"
+kill -CONT "$(pid_of m)"
+sync_mirror m
+test "$overflows" -gt 0 || fail "no OVERFLOW after about 30000 events while stopped"
+compare m "$src" "$work/copy" "after $overflows OVERFLOW(s) and resync"
+check_clean m "burst"
+rm -rf "$src/burst"
+(cd "$tree" && "$churn" -s 6 -n 500 src outside) 2>/dev/null || fail "churn failed"
+sync_mirror m
+compare m "$src" "$work/copy" "churn after the resync"
+kill -TERM "$(pid_of m)"
+wait "$(pid_of m)"
+echo "$me: $(grep '^mirror: [0-9]* events' "$work/m.log")"
+
+# ---- 4. the library's own limit: queue_max 64 -------------------------------------------------
+
+src2=$work/small
+mkdir -p "$src2/d/e" && touch "$src2/f1" "$src2/d/f2" "$src2/d/e/f3" || exit 1
+start q -Q 64 -b "$backend" "$src2" "$work/copy2"
+sync_mirror q
+compare q "$src2" "$work/copy2" "queue_max 64: initial listing"
+kill -STOP "$(pid_of q)"
+mkdir "$src2/burst" &&
+	(cd "$src2/burst" && seq 1 300 | xargs touch && seq 1 300 | xargs rm) &&
+	mkdir "$src2/d/after" && touch "$src2/d/after/g" ||
+	fail "burst failed"
+kill -CONT "$(pid_of q)"
+sync_mirror q
+test "$overflows" -gt 0 || fail "queue_max 64: no OVERFLOW after 600 events while stopped"
+compare q "$src2" "$work/copy2" "queue_max 64: after $overflows OVERFLOW(s) and resync"
+check_clean q "queue_max 64"
+kill -TERM "$(pid_of q)"
+wait "$(pid_of q)"
+echo "$me: $(grep '^mirror: [0-9]* events' "$work/q.log")"
+
+echo "PASS: $me"
+exit 0
