@@ -1,0 +1,1018 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The inotify backend.
+ *
+ * The kernel merges watches per inode, so user watches are multiplexed onto
+ * kernel watches ("kwatches"): each directory node of a watch (nx_node) is a
+ * subscriber of the kwatch of its inode, and each kernel event is dispatched
+ * to every subscriber, which applies its own watch's rules.
+ *
+ * Recursive watches keep one kwatch per directory.  A directory that appears
+ * is watched first and listed second, so nothing created inside it is missed;
+ * CREATEs the kernel also reports for entries the listing found are dropped
+ * (the "suppress" table, emptied once the kernel queue has been read dry).
+ *
+ * The two halves of a move are paired by cookie.  When a MOVED_FROM is the
+ * last record read, the rest of the stream waits for its MOVED_TO for at most
+ * NX_HOLD_NS (a timerfd in the handle's epoll set ends the wait).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "nx.h"
+#include "scan.h"
+
+#define READ_BUF (64 * 1024)
+/* A directory is entered only if every path below it still fits. */
+#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
+
+struct kwatch {
+	int kwd;
+	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
+	struct nx_node *subs; /* nodes of this inode, linked by knext */
+};
+
+struct ino {
+	int fd;
+	int timerfd;
+	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
+	bool holding;         /* the record at buf[0] is a MOVED_FROM waiting for its pair */
+	bool timer_armed;
+	uint64_t hold_until;
+	size_t len;           /* bytes in buf not processed yet */
+	struct nx_map kwatches; /* kernel wd -> struct kwatch */
+	/* Events already reported or caused by the library itself:
+	 * hash(kwatch or node, name, kind) -> count. */
+	struct nx_map suppress;
+	struct nx_node *graveyard; /* unlinked subtrees, freed after processing */
+	struct nx_node **vec[2];   /* scratch lists of subscribers */
+	size_t vec_cap[2];
+	char path[2][PATH_MAX];
+	_Alignas(8) char buf[READ_BUF];
+};
+
+/* One decoded kernel record. */
+struct inrec {
+	int wd;
+	uint32_t mask, cookie;
+	const char *name;
+	size_t name_len;
+	size_t size; /* bytes of the record */
+};
+
+static struct ino *ino_of(const struct notifyx *nx)
+{
+	return nx->bdata;
+}
+
+/* ---- decoding (pure: no system call) ---- */
+
+/* Decodes the record at buf[pos]; false when it is incomplete or malformed. */
+static bool decode(const char *buf, size_t len, size_t pos, struct inrec *r)
+{
+	struct inotify_event ev;
+
+	if (len - pos < sizeof(ev))
+		return false;
+	memcpy(&ev, buf + pos, sizeof(ev));
+	if (ev.len > len - pos - sizeof(ev))
+		return false;
+	r->wd = ev.wd;
+	r->mask = ev.mask;
+	r->cookie = ev.cookie;
+	r->name = buf + pos + sizeof(ev);
+	r->name_len = strnlen(r->name, ev.len);
+	r->size = sizeof(ev) + ev.len;
+	return true;
+}
+
+/* ---- masks ---- */
+
+static const struct {
+	uint32_t nx, in;
+} xlat[] = {
+	{ NOTIFYX_ACCESS, IN_ACCESS },
+	{ NOTIFYX_MODIFY, IN_MODIFY },
+	{ NOTIFYX_ATTRIB, IN_ATTRIB },
+	{ NOTIFYX_CLOSE_WRITE, IN_CLOSE_WRITE },
+	{ NOTIFYX_CLOSE_NOWRITE, IN_CLOSE_NOWRITE },
+	{ NOTIFYX_OPEN, IN_OPEN },
+	{ NOTIFYX_CREATE, IN_CREATE },
+	{ NOTIFYX_DELETE, IN_DELETE },
+	{ NOTIFYX_RENAME, IN_MOVED_FROM | IN_MOVED_TO },
+	{ NOTIFYX_MOVED_OUT, IN_MOVED_FROM | IN_MOVED_TO },
+	{ NOTIFYX_MOVED_IN, IN_MOVED_FROM | IN_MOVED_TO },
+	{ NOTIFYX_DELETE_SELF, IN_DELETE_SELF },
+	{ NOTIFYX_MOVE_SELF, IN_MOVE_SELF },
+};
+
+static uint32_t to_kernel(uint32_t events)
+{
+	uint32_t m = 0;
+
+	for (size_t i = 0; i < sizeof(xlat) / sizeof(xlat[0]); i++)
+		if (events & xlat[i].nx)
+			m |= xlat[i].in;
+	return m;
+}
+
+/* The single NOTIFYX type of a plain (non-move) kernel event, or 0. */
+static uint32_t from_kernel(uint32_t mask)
+{
+	for (size_t i = 0; i < sizeof(xlat) / sizeof(xlat[0]); i++)
+		if ((mask & xlat[i].in) && !(xlat[i].in & (IN_MOVED_FROM | IN_MOVED_TO)))
+			return xlat[i].nx;
+	return 0;
+}
+
+static uint32_t node_mask(const struct nx_node *n)
+{
+	const struct nx_watch *w = n->watch;
+	uint32_t m = to_kernel(w->events) | IN_EXCL_UNLINK;
+
+	if (w->flags & NOTIFYX_WATCH_RECURSIVE) /* to keep the tree up to date */
+		m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+	if (n->parent) /* a directory's own events come through its parent */
+		m &= ~(IN_DELETE_SELF | IN_MOVE_SELF);
+	return m;
+}
+
+/* ---- kernel watches ---- */
+
+static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+{
+	uint32_t mask = node_mask(n);
+	struct kwatch *kw;
+	int kwd;
+
+	kwd = inotify_add_watch(in->fd, kpath, mask | extra | IN_MASK_ADD);
+	if (kwd < 0)
+		return -1;
+	kw = nx_map_get(&in->kwatches, (uint64_t)kwd);
+	if (!kw) {
+		if (!(kw = calloc(1, sizeof(*kw))) ||
+		    nx_map_put(&in->kwatches, (uint64_t)kwd, kw) < 0) {
+			free(kw);
+			inotify_rm_watch(in->fd, kwd);
+			errno = ENOMEM;
+			return -1;
+		}
+		kw->kwd = kwd;
+	}
+	kw->kmask |= mask;
+	n->kref = kw;
+	n->knext = kw->subs;
+	kw->subs = n;
+	return 0;
+}
+
+static void detach(struct ino *in, struct nx_node *n)
+{
+	struct kwatch *kw = n->kref;
+	struct nx_node **pp;
+
+	if (!kw)
+		return;
+	for (pp = &kw->subs; *pp; pp = &(*pp)->knext) {
+		if (*pp == n) {
+			*pp = n->knext;
+			break;
+		}
+	}
+	n->kref = NULL;
+	n->knext = NULL;
+	if (!kw->subs) {
+		inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
+		nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
+		free(kw);
+	}
+}
+
+static void bury_one(void *ctx, struct nx_node *n)
+{
+	detach(ctx, n);
+	n->dead = true;
+}
+
+/* Takes n and its subtree out of the tree; freed after the current batch,
+ * so that lists of subscribers being walked stay valid. */
+static void bury(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+
+	if (!n || n->dead)
+		return;
+	nx_node_unlink(&nx->paths, n);
+	nx_node_foreach(n, bury_one, in);
+	n->next = in->graveyard;
+	in->graveyard = n;
+}
+
+static void free_graveyard(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_node *n, *next;
+
+	for (n = in->graveyard; n; n = next) {
+		next = n->next;
+		n->next = NULL;
+		nx_node_free_tree(&nx->paths, n, NULL, NULL);
+	}
+	in->graveyard = NULL;
+}
+
+/* ---- suppression of events already reported or caused by the library ---- */
+
+enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };
+
+static uint64_t sup_key(const void *obj, const char *name, size_t len, int kind)
+{
+	return nx_hash(name, len, (uint64_t)(uintptr_t)obj * 31 + (uint64_t)kind);
+}
+
+static void sup_add(struct ino *in, const void *obj, const char *name, size_t len, int kind,
+		    unsigned count)
+{
+	uint64_t key = sup_key(obj, name, len, kind);
+	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
+
+	/* Failing to remember costs a duplicate event, never a lost one. */
+	nx_map_put(&in->suppress, key, (void *)(have + count));
+}
+
+static bool sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
+{
+	uint64_t key = sup_key(obj, name, len, kind);
+	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
+
+	if (!have)
+		return false;
+	if (have == 1)
+		nx_map_del(&in->suppress, key);
+	else
+		nx_map_put(&in->suppress, key, (void *)(have - 1));
+	return true;
+}
+
+/* ---- walking new directories ---- */
+
+struct walk {
+	struct notifyx *nx;
+	struct nx_node *dir;
+	char *path;      /* absolute path of dir; the relative part starts at rel */
+	size_t len, rel;
+	bool report;     /* report entries as SYNTHETIC CREATEs */
+	char *subdirs;   /* names of subdirectories, NUL-separated */
+	size_t sub_len, sub_cap;
+};
+
+static const char *rel_of(const struct walk *wk)
+{
+	return wk->rel <= wk->len ? wk->path + wk->rel : "";
+}
+
+static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
+{
+	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
+}
+
+static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
+{
+	struct walk *wk = ctx;
+	struct notifyx *nx = wk->nx;
+	struct nx_watch *w = wk->dir->watch;
+	char *child = ino_of(nx)->path[1];
+	const char *rel = rel_of(wk);
+	size_t clen = nx_join(child, PATH_MAX, rel, strlen(rel), name, len);
+
+	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
+		return 0;
+	if (wk->report) {
+		nx_emit(nx, w, NOTIFYX_CREATE,
+			NOTIFYX_EVENT_SYNTHETIC | (type == DT_DIR ? NOTIFYX_EVENT_ISDIR : 0), 0, 0,
+			child, clen, NULL, 0);
+		sup_add(ino_of(nx), wk->dir, name, len, SUP_CREATE, 1);
+	}
+	if (type == DT_DIR && (w->flags & NOTIFYX_WATCH_RECURSIVE)) {
+		if (wk->sub_len + len + 1 > wk->sub_cap) {
+			size_t cap = (wk->sub_cap + len + 1) * 2;
+			char *p = realloc(wk->subdirs, cap);
+			if (!p)
+				return -1;
+			wk->subdirs = p;
+			wk->sub_cap = cap;
+		}
+		memcpy(wk->subdirs + wk->sub_len, name, len + 1);
+		wk->sub_len += len + 1;
+	}
+	return 0;
+}
+
+/*
+ * Watches the directory of node n, at path[0..len) (absolute; the part
+ * relative to the watch root starts at rel), then lists it and does the same
+ * for its subdirectories.  Failures that concern one directory become
+ * NOTIFYX_ERROR events; only running out of kernel watches, memory or
+ * descriptors (while setting up a watch: fatal) returns -1.
+ */
+static int walk(struct notifyx *nx, struct nx_node *n, char *path, size_t len, size_t rel,
+		bool report, bool fatal)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	struct walk wk = { .nx = nx, .dir = n, .path = path, .len = len, .rel = rel, .report = report };
+	char kpath[32];
+	unsigned calls = 0;
+	int fd, err = 0, ret = 0;
+	struct stat st;
+
+	if (w->ended || n->dead)
+		return 0;
+	if (len - (rel <= len ? rel : len) > MAX_DIR_PATH) {
+		err = ENAMETOOLONG;
+		goto fail;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK |
+			       (n->parent || (w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (n->parent && (w->flags & NOTIFYX_WATCH_XDEV) && (fstat(fd, &st) < 0 || st.st_dev != w->dev)) {
+		close(fd);
+		bury(nx, n);
+		return 0;
+	}
+	/* Watch the very directory that was opened, whatever happens to its path. */
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if (attach(in, n, in->proc_fd ? kpath : path, IN_ONLYDIR) < 0) {
+		err = errno;
+		if (in->proc_fd && err == ENOENT) { /* no /proc here */
+			in->proc_fd = false;
+			if (attach(in, n, path, IN_ONLYDIR | IN_DONT_FOLLOW) == 0)
+				err = 0;
+			else
+				err = errno;
+		}
+	}
+	if (err) {
+		close(fd);
+		goto fail;
+	}
+	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
+	err = errno;
+	close(fd);
+	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
+	 * OPEN its parent saw) are the library's own, not the application's. */
+	if (n->kref) {
+		sup_add(in, n->kref, "", 0, SUP_ACCESS, calls);
+		sup_add(in, n->kref, "", 0, SUP_CLOSE, 1);
+	}
+	if (n->parent && n->parent->kref) {
+		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_OPEN, 1);
+		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_ACCESS, calls);
+		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_CLOSE, 1);
+	}
+	if (ret < 0) {
+		free(wk.subdirs);
+		if (err == ENOMEM)
+			return -1;
+		emit_error(nx, w, rel_of(&wk), err);
+		return 0;
+	}
+	for (size_t off = 0; off < wk.sub_len && !w->ended;) {
+		const char *name = wk.subdirs + off;
+		size_t nlen = strlen(name);
+		struct nx_node *c;
+		off += nlen + 1;
+		if (nx_node_find(&nx->paths, n, name, nlen))
+			continue;
+		if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
+			ret = -1;
+			break;
+		}
+		size_t clen = nx_join(path, PATH_MAX, path, len, name, nlen);
+		if (clen == SIZE_MAX) {
+			emit_error(nx, w, rel_of(&wk), ENAMETOOLONG);
+			bury(nx, c);
+			continue;
+		}
+		ret = walk(nx, c, path, clen, rel, report, fatal);
+		path[len] = '\0';
+		if (ret < 0)
+			break;
+	}
+	free(wk.subdirs);
+	return ret;
+fail:
+	if (fatal && (err == ENOSPC || err == ENOMEM || err == EMFILE || err == ENFILE || !n->parent)) {
+		errno = err;
+		return -1;
+	}
+	if (n->parent)
+		bury(nx, n);
+	/* A directory that went away meanwhile is reported by its parent. */
+	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
+		emit_error(nx, w, path + (rel <= len ? rel : len), err);
+	return 0;
+}
+
+/* Builds the absolute path of node n's entry name into in->path[0];
+ * returns its length and sets *rel to where the relative part starts. */
+static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+		       size_t *rel)
+{
+	const struct nx_watch *w = n->watch;
+	char *p = in->path[0];
+	size_t dlen, len;
+
+	if (w->abspath_len + 1 >= PATH_MAX)
+		return SIZE_MAX;
+	memcpy(p, w->abspath, w->abspath_len);
+	p[w->abspath_len] = '/';
+	*rel = w->abspath_len + 1;
+	dlen = nx_node_path(n, p + *rel, PATH_MAX - *rel);
+	if (dlen == SIZE_MAX)
+		return SIZE_MAX;
+	len = nx_join(p + *rel, PATH_MAX - *rel, p + *rel, dlen, name, nlen);
+	return len == SIZE_MAX ? SIZE_MAX : *rel + len;
+}
+
+/* A directory arrived at n/name: watch and list it. */
+static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+		       bool report)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	struct nx_node *c;
+	size_t rel, len;
+
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || nx_node_find(&nx->paths, n, name, nlen))
+		return;
+	len = abs_path(in, n, name, nlen, &rel);
+	if (len == SIZE_MAX) {
+		emit_error(nx, w, name, ENAMETOOLONG);
+		return;
+	}
+	if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
+		nx_lost(nx, w);
+		return;
+	}
+	if (walk(nx, c, in->path[0], len, rel, report, false) < 0)
+		nx_lost(nx, w);
+}
+
+/* ---- dispatching kernel events ---- */
+
+/* Copies the live subscribers of kw into scratch list i. */
+static size_t subscribers(struct ino *in, const struct kwatch *kw, int i)
+{
+	size_t n = 0;
+
+	for (struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
+		if (n == in->vec_cap[i]) {
+			size_t cap = n ? n * 2 : 8;
+			struct nx_node **v = realloc(in->vec[i], cap * sizeof(*v));
+			if (!v)
+				break; /* the rest miss this event: rare, and memory is short */
+			in->vec[i] = v;
+			in->vec_cap[i] = cap;
+		}
+		in->vec[i][n++] = s;
+	}
+	return n;
+}
+
+/* The path of n's entry name, relative to the watch root, in in->path[i]. */
+static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+			 int i)
+{
+	size_t d = nx_node_path(n, in->path[i], PATH_MAX);
+
+	return d == SIZE_MAX ? SIZE_MAX : nx_join(in->path[i], PATH_MAX, in->path[i], d, name, nlen);
+}
+
+static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
+{
+	struct nx_watch *w = n->watch;
+	uint32_t flags = (mask & IN_ISDIR) ? NOTIFYX_EVENT_ISDIR : 0;
+
+	if (n->parent) {
+		/* A directory inside a tree: its parent reports it by name.  An
+		 * unmounted filesystem below the root uncovers its mount point. */
+		if (mask & IN_UNMOUNT) {
+			struct ino *in = ino_of(nx);
+			size_t rel, len = abs_path(in, n->parent, n->name, n->name_len, &rel);
+			while (n->child)
+				bury(nx, n->child);
+			detach(in, n);
+			if (len != SIZE_MAX)
+				walk(nx, n, in->path[0], len, rel, false, false);
+			nx_lost(nx, w);
+		}
+		return;
+	}
+	if (mask & IN_UNMOUNT) {
+		nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	} else if (mask & IN_DELETE_SELF) {
+		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	} else if (mask & IN_MOVE_SELF) {
+		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+	} else if (from_kernel(mask)) {
+		nx_emit(nx, w, from_kernel(mask), flags, 0, 0, "", 0, NULL, 0);
+	}
+}
+
+static void child_event(struct notifyx *nx, struct nx_node *n, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	bool isdir = r->mask & IN_ISDIR;
+	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
+	size_t len = entry_path(in, n, r->name, r->name_len, 0);
+
+	if (len == SIZE_MAX)
+		return; /* cannot happen: directories are entered only while paths fit */
+	if (r->mask & IN_CREATE) {
+		if (sup_take(in, n, r->name, r->name_len, SUP_CREATE))
+			return; /* a listing reported it already */
+		nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, in->path[0], len, NULL, 0);
+		if (isdir && !nx_excluded(nx, w, in->path[0], r->name))
+			add_subdir(nx, n, r->name, r->name_len, true);
+	} else if (r->mask & IN_DELETE) {
+		sup_take(in, n, r->name, r->name_len, SUP_CREATE);
+		nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, in->path[0], len, NULL, 0);
+		if (isdir)
+			bury(nx, nx_node_find(&nx->paths, n, r->name, r->name_len));
+	} else if (from_kernel(r->mask)) {
+		nx_emit(nx, w, from_kernel(r->mask), flags, 0, 0, in->path[0], len, NULL, 0);
+	}
+}
+
+/* The library's own listing opened or read this directory. */
+static bool own_access(struct ino *in, const struct kwatch *kw, const struct inrec *r)
+{
+	int kind = (r->mask & IN_OPEN) ? SUP_OPEN : (r->mask & IN_ACCESS) ? SUP_ACCESS
+		 : (r->mask & IN_CLOSE_NOWRITE) ? SUP_CLOSE : 0;
+
+	return kind && (r->mask & IN_ISDIR) && sup_take(in, kw, r->name, r->name_len, kind);
+}
+
+static void plain_event(struct notifyx *nx, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	size_t count;
+
+	if (!kw || own_access(in, kw, r))
+		return;
+	if (r->mask & IN_IGNORED) {
+		/* The kernel dropped this watch (its inode is gone). */
+		count = subscribers(in, kw, 0);
+		for (size_t i = 0; i < count; i++) {
+			struct nx_node *n = in->vec[0][i];
+			if (n->dead)
+				continue;
+			detach(in, n);
+			if (!n->parent)
+				nx_end_watch(nx, n->watch);
+		}
+		return;
+	}
+	count = subscribers(in, kw, 0);
+	for (size_t i = 0; i < count; i++) {
+		struct nx_node *n = in->vec[0][i];
+		if (n->dead)
+			continue;
+		if (r->name_len)
+			child_event(nx, n, r);
+		else
+			self_event(nx, n, r->mask);
+	}
+}
+
+/* ---- moves ---- */
+
+struct move {
+	const struct kwatch *from, *to;
+	const char *fname, *tname;
+	size_t flen, tlen;
+	bool isdir, exchange;
+	bool to_isdir; /* exchange: the type of the entry that was at tname */
+	uint32_t cookie;
+};
+
+static bool same_watch(const struct nx_node *a, const struct nx_node *b)
+{
+	return a->watch == b->watch;
+}
+
+static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = a->watch;
+	size_t olen = entry_path(in, a, m->fname, m->flen, 1);
+	size_t nlen = entry_path(in, b, m->tname, m->tlen, 0);
+	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) | (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
+
+	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+		return;
+	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
+		struct nx_node *c = m->isdir ? nx_node_find(&nx->paths, a, m->fname, m->flen) : NULL;
+		struct nx_node *d = nx_node_find(&nx->paths, b, m->tname, m->tlen);
+		bool out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
+		if (m->exchange) {
+			if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
+				nx_lost(nx, w);
+			if (d && d != c && nx_node_rename(&nx->paths, d, a, m->fname, m->flen) < 0)
+				nx_lost(nx, w);
+		} else {
+			if (d && d != c)
+				bury(nx, d); /* replaced */
+			if (c && out)
+				bury(nx, c);
+			else if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
+				nx_lost(nx, w);
+		}
+		nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
+		if (m->isdir && !c && !out)
+			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
+		return;
+	}
+	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
+}
+
+static void do_move(struct notifyx *nx, const struct move *m)
+{
+	struct ino *in = ino_of(nx);
+	size_t nf = subscribers(in, m->from, 0), nt = subscribers(in, m->to, 1);
+	struct nx_node **from = in->vec[0], **to = in->vec[1];
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = from[i], *b = NULL;
+		if (a->dead)
+			continue;
+		for (size_t j = 0; j < nt && !b; j++)
+			if (!to[j]->dead && same_watch(a, to[j]))
+				b = to[j];
+		if (b) {
+			rename_in_watch(nx, a, b, m);
+			continue;
+		}
+		size_t len = entry_path(in, a, m->fname, m->flen, 0);
+		if (len == SIZE_MAX)
+			continue;
+		sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
+		if (m->isdir)
+			bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+	}
+	for (size_t j = 0; j < nt; j++) {
+		struct nx_node *b = to[j];
+		bool paired = false;
+		if (b->dead)
+			continue;
+		for (size_t i = 0; i < nf && !paired; i++)
+			paired = same_watch(from[i], b);
+		if (paired)
+			continue;
+		size_t len = entry_path(in, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX)
+			continue;
+		struct nx_watch *w = b->watch;
+		if (m->isdir)
+			bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nf ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
+		if (m->isdir && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
+			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
+	}
+}
+
+/* Marks the record at pos as consumed (its pair was handled earlier). */
+static void consume(struct ino *in, size_t pos)
+{
+	struct inotify_event ev;
+
+	memcpy(&ev, in->buf + pos, sizeof(ev));
+	ev.mask = 0;
+	memcpy(in->buf + pos, &ev, sizeof(ev));
+}
+
+/* Finds the MOVED_TO of cookie after pos; 0 when not there. */
+static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, struct inrec *out)
+{
+	struct inrec r;
+
+	for (; decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if ((r.mask & IN_MOVED_TO) && r.cookie == cookie) {
+			*out = r;
+			return pos;
+		}
+	}
+	return 0;
+}
+
+/* After the pair (from, to) of an exchange, the kernel queues the reverse
+ * pair; MOVE_SELF records of the moved entries may come between. */
+static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from,
+			    const struct inrec *to, bool *incomplete, bool *to_isdir)
+{
+	struct inrec r, t;
+
+	*incomplete = false;
+	for (; decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if (r.mask == 0 || (!r.name_len && (r.mask & IN_MOVE_SELF)))
+			continue;
+		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
+		    memcmp(r.name, to->name, r.name_len))
+			return 0;
+		size_t tpos = find_moved_to(in, pos + r.size, r.cookie, &t);
+		if (!tpos) {
+			*incomplete = true;
+			return 0;
+		}
+		if (t.wd != from->wd || t.name_len != from->name_len || memcmp(t.name, from->name, t.name_len))
+			return 0;
+		/* Entries of different types can only have been exchanged, and a
+		 * directory replaced by a rename would have ended its own watch. */
+		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR))
+			return 0;
+		*to_isdir = r.mask & IN_ISDIR;
+		consume(in, pos);
+		consume(in, tpos);
+		return pos;
+	}
+	*incomplete = true;
+	return 0;
+}
+
+/* True when each watch that sees one half of a move sees the other: an
+ * exchange is reported as one event only then (see BUGS in notifyx(7)). */
+static bool within_watches(struct ino *in, const struct kwatch *a, const struct kwatch *b)
+{
+	size_t na = subscribers(in, a, 0), nb = subscribers(in, b, 1);
+
+	for (size_t i = 0; i < na + nb; i++) {
+		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
+		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
+		size_t nother = i < na ? nb : na, j;
+		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
+			;
+		if (j == nother)
+			return false;
+	}
+	return true;
+}
+
+/* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
+ * of the stream. */
+static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+	size_t tpos = find_moved_to(in, pos + r->size, r->cookie, &to);
+	struct move m = {
+		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
+		.fname = r->name, .flen = r->name_len,
+		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
+	};
+
+	if (!tpos) {
+		if (!drained)
+			return false;
+		if (!in->holding) {
+			in->holding = true;
+			in->hold_until = nx_now_ns() + NX_HOLD_NS;
+		}
+		if (nx_now_ns() < in->hold_until)
+			return false;
+		in->holding = false; /* its pair is not coming: a move out */
+		do_move(nx, &m);
+		return true;
+	}
+	in->holding = false;
+	bool incomplete = false, to_isdir = false;
+	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
+	if (within_watches(in, m.from, m.to) &&
+	    find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir)) {
+		m.exchange = true;
+		m.to_isdir = to_isdir;
+	} else if (incomplete && !drained) {
+		return false; /* read on: the reverse pair may follow */
+	}
+	consume(in, tpos);
+	m.tname = to.name;
+	m.tlen = to.name_len;
+	do_move(nx, &m);
+	return true;
+}
+
+/* Processes the records in buf; returns the bytes consumed.  drained: the
+ * kernel had nothing more to give (or the buffer is full). */
+static size_t parse(struct notifyx *nx, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec r;
+	size_t pos = 0;
+
+	while (decode(in->buf, in->len, pos, &r)) {
+		if (r.mask & IN_Q_OVERFLOW) {
+			nx_lost_all(nx);
+		} else if (r.mask & IN_MOVED_FROM) {
+			if (!moved_from(nx, pos, &r, drained))
+				break;
+		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
+			struct move m = {
+				.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
+				.tname = r.name, .tlen = r.name_len,
+				.isdir = r.mask & IN_ISDIR,
+			};
+			do_move(nx, &m);
+		} else if (r.mask) {
+			plain_event(nx, &r);
+		}
+		pos += r.size;
+	}
+	return pos;
+}
+
+static void arm_hold_timer(struct ino *in)
+{
+	uint64_t now = nx_now_ns();
+	uint64_t left = in->hold_until > now ? in->hold_until - now : 1;
+	struct itimerspec its = { .it_value = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) } };
+
+	in->timer_armed = timerfd_settime(in->timerfd, 0, &its, NULL) == 0;
+}
+
+static int ino_process(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	uint64_t expirations;
+	int ret = 0;
+
+	bool dry = false;
+
+	if (in->timer_armed) {
+		in->timer_armed = false;
+		if (read(in->timerfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+			ret = -1;
+	}
+	for (;;) {
+		ssize_t n = 0;
+		bool drained;
+
+		if (in->len < sizeof(in->buf)) {
+			n = read(in->fd, in->buf + in->len, sizeof(in->buf) - in->len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno != EAGAIN && errno != EINVAL) {
+				ret = -1;
+				break;
+			}
+		}
+		/* EINVAL: the next record does not fit in what is left of the buffer. */
+		drained = n <= 0;
+		if (n > 0)
+			in->len += (size_t)n;
+		size_t used = parse(nx, drained || in->len == sizeof(in->buf));
+		memmove(in->buf, in->buf + used, in->len - used);
+		in->len -= used;
+		if (used && in->len && !in->holding && drained)
+			continue; /* the rest waited on a pair that was resolved */
+		if (drained) {
+			dry = !in->len;
+			break;
+		}
+		if (!in->len && nx->queue.count)
+			break;
+	}
+	if (in->holding) {
+		arm_hold_timer(in);
+	} else if (dry) {
+		/* The kernel queue was read dry: no duplicate of what the listings
+		 * reported can still come, and no stale entry can name a node
+		 * once its memory is reused. */
+		nx_map_free(&in->suppress);
+		free_graveyard(nx);
+	}
+	return ret;
+}
+
+/* ---- backend operations ---- */
+
+static uint32_t ino_supported(const struct notifyx *nx)
+{
+	return NOTIFYX_ALL_EVENTS;
+}
+
+static int ino_open(struct notifyx *nx)
+{
+	struct ino *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return -1;
+	in->proc_fd = true;
+	in->timerfd = -1;
+	in->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (in->fd < 0 || (in->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+	    nx_epoll_add(nx, in->fd) < 0 || nx_epoll_add(nx, in->timerfd) < 0) {
+		int err = errno;
+		if (in->fd >= 0)
+			close(in->fd);
+		if (in->timerfd >= 0)
+			close(in->timerfd);
+		free(in);
+		errno = err;
+		return -1;
+	}
+	nx->ops = &nx_backend_inotify;
+	nx->bdata = in;
+	return 0;
+}
+
+static void ino_close(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct kwatch *kw;
+	size_t pos = 0;
+
+	/* Closing the inotify descriptor drops every kernel watch at once (in a
+	 * forked child it only drops the child's reference). */
+	close(in->fd);
+	close(in->timerfd);
+	while (nx_map_next(&in->kwatches, &pos, NULL, (void **)&kw)) {
+		for (struct nx_node *n = kw->subs; n; n = n->knext)
+			n->kref = NULL;
+		free(kw);
+	}
+	nx_map_free(&in->kwatches);
+	nx_map_free(&in->suppress);
+	free_graveyard(nx);
+	free(in->vec[0]);
+	free(in->vec[1]);
+	free(in);
+}
+
+static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct ino *in = ino_of(nx);
+	int err;
+
+	/* The core checked that these flags come with a directory. */
+	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
+		if (w->abspath_len >= sizeof(in->path[0])) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(in->path[0], w->abspath, w->abspath_len + 1);
+		if (walk(nx, w->root, in->path[0], w->abspath_len, w->abspath_len + 1,
+			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
+			return 0;
+	} else {
+		uint32_t extra = (w->flags & NOTIFYX_WATCH_NOFOLLOW ? IN_DONT_FOLLOW : 0) |
+				 (w->flags & NOTIFYX_WATCH_ONLYDIR ? IN_ONLYDIR : 0);
+		if (attach(in, w->root, w->abspath, extra) == 0)
+			return 0;
+	}
+	/* Nothing of a failed watch stays behind. */
+	err = errno;
+	bury(nx, w->root);
+	w->root = NULL;
+	errno = err;
+	return -1;
+}
+
+static void ino_rm_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	bury(nx, w->root);
+	w->root = NULL;
+}
+
+const struct nx_backend nx_backend_inotify = {
+	.name = "inotify",
+	.id = NOTIFYX_BACKEND_INOTIFY,
+	.supported = ino_supported,
+	.open = ino_open,
+	.close = ino_close,
+	.add_watch = ino_add_watch,
+	.rm_watch = ino_rm_watch,
+	.process = ino_process,
+};

@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The handle: configuration, backend selection, watches, the rules of event
+ * delivery that every backend shares (masks, excludes, ONESHOT, queue_max and
+ * OVERFLOW, IGNORED last), and notifyx_read. */
+#include "config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nx.h"
+
+/* Indexed by NOTIFYX_BACKEND_*; NULL where this version has none. */
+static const struct nx_backend *const backends[] = {
+	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
+	[NOTIFYX_BACKEND_FANOTIFY] = NULL,
+	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
+	[NOTIFYX_BACKEND_POLL] = NULL,
+};
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+static const uint32_t auto_order[] = {
+	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_DNOTIFY, NOTIFYX_BACKEND_POLL,
+};
+
+uint64_t nx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int nx_epoll_add(struct notifyx *nx, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(nx->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* After fork, only notifyx_close may touch an inherited handle. */
+static bool usable(const struct notifyx *nx)
+{
+	if (!nx) {
+		errno = EINVAL;
+		return false;
+	}
+	if (nx->pid != getpid()) {
+		errno = ECHILD;
+		return false;
+	}
+	return true;
+}
+
+/* Keeps the handle's descriptor readable exactly while events wait in the
+ * library's queue (the kernel's own descriptors signal what is still there).
+ * Costs a system call only when that state changes. */
+static void sync_ready(struct notifyx *nx)
+{
+	bool want = nx->queue.count > 0;
+	uint64_t v = 1;
+
+	if (want == nx->ready)
+		return;
+	if (want ? write(nx->readyfd, &v, sizeof(v)) == sizeof(v)
+		 : read(nx->readyfd, &v, sizeof(v)) == sizeof(v))
+		nx->ready = want;
+}
+
+/* ---- opening and closing ---- */
+
+static int read_config(struct notifyx_config *out, const struct notifyx_config *in)
+{
+	memset(out, 0, sizeof(*out));
+	if (!in)
+		return 0;
+	if (in->size < sizeof(*out)) {
+		errno = EINVAL; /* below version 0: nothing smaller was ever released */
+		return -1;
+	}
+	for (size_t i = sizeof(*out); i < in->size; i++) {
+		if (((const unsigned char *)in)[i]) {
+			errno = E2BIG;
+			return -1;
+		}
+	}
+	memcpy(out, in, sizeof(*out));
+	if (out->backend >= NBACKENDS || (out->flags & ~NOTIFYX_NONBLOCK)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+/* NOTIFYX_BACKEND chooses the backend when the application left it to us. */
+static int backend_from_env(uint32_t *backend)
+{
+	const char *s = secure_getenv("NOTIFYX_BACKEND");
+
+	if (!s || !*s || !strcmp(s, "auto"))
+		return 0;
+	for (uint32_t b = 1; b < NBACKENDS; b++) {
+		if (!strcmp(s, notifyx_backend_name(b))) {
+			*backend = b;
+			return 0;
+		}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static int start_backend(struct notifyx *nx, uint32_t id)
+{
+	if (!backends[id]) {
+		errno = ENOSYS; /* not in this version of the library */
+		return -1;
+	}
+	nx->ops = backends[id];
+	if (nx->ops->open(nx) < 0) {
+		nx->ops = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void free_handle(struct notifyx *nx)
+{
+	if (nx->epfd >= 0)
+		close(nx->epfd);
+	if (nx->readyfd >= 0)
+		close(nx->readyfd);
+	free(nx);
+}
+
+NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
+{
+	struct notifyx_config cfg;
+	struct notifyx *nx;
+	int err = 0;
+
+	if (read_config(&cfg, config) < 0)
+		return NULL;
+	if (cfg.backend == NOTIFYX_BACKEND_AUTO && backend_from_env(&cfg.backend) < 0)
+		return NULL;
+	if (!(nx = calloc(1, sizeof(*nx))))
+		return NULL;
+	nx->readyfd = -1;
+	nx->pid = getpid();
+	nx->flags = cfg.flags;
+	nx->queue_max = cfg.queue_max ? cfg.queue_max : NX_DEFAULT_QUEUE_MAX;
+	nx->poll_interval_ms = cfg.poll_interval_ms ? cfg.poll_interval_ms : NX_DEFAULT_POLL_MS;
+	nx->signal = cfg.signal;
+	nx->next_wd = 1;
+	nx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (nx->epfd < 0 || (nx->readyfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    nx_epoll_add(nx, nx->readyfd) < 0)
+		goto fail;
+
+	if (cfg.backend != NOTIFYX_BACKEND_AUTO) {
+		if (start_backend(nx, cfg.backend) < 0)
+			goto fail;
+		return nx;
+	}
+	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
+		if (start_backend(nx, auto_order[i]) == 0)
+			return nx;
+	}
+fail:
+	err = errno;
+	free_handle(nx);
+	errno = err;
+	return NULL;
+}
+
+static void free_watch(struct nx_watch *w)
+{
+	free(w->path);
+	free(w->abspath);
+	free(w);
+}
+
+NX_EXPORT int notifyx_close(struct notifyx *nx)
+{
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	if (!nx)
+		return 0;
+	nx->forked = nx->pid != getpid();
+	nx->ops->close(nx); /* releases every kernel object and every node's kref */
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		if (w->root)
+			nx_node_free_tree(&nx->paths, w->root, NULL, NULL);
+		free_watch(w);
+	}
+	nx_map_free(&nx->watches);
+	nx_paths_free(&nx->paths);
+	nx_queue_clear(&nx->queue);
+	nx_queue_clear(&nx->stage);
+	for (uint32_t i = 0; i < nx->nexclude; i++)
+		free(nx->exclude[i]);
+	free(nx->exclude);
+	free_handle(nx);
+	return 0;
+}
+
+NX_EXPORT int notifyx_fd(const struct notifyx *nx)
+{
+	if (!nx) {
+		errno = EINVAL;
+		return -1;
+	}
+	return nx->epfd;
+}
+
+NX_EXPORT uint32_t notifyx_backend(const struct notifyx *nx)
+{
+	return nx ? nx->ops->id : 0;
+}
+
+NX_EXPORT uint32_t notifyx_supported_events(const struct notifyx *nx)
+{
+	return nx ? nx->ops->supported(nx) : 0;
+}
+
+/* ---- delivering events ---- */
+
+bool nx_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
+		 const char *name)
+{
+	for (uint32_t i = 0; i < w->nexclude; i++) {
+		const char *p = nx->exclude[i];
+		if (strchr(p, '/') ? !fnmatch(p, path, FNM_PATHNAME) : !fnmatch(p, name, 0))
+			return true;
+	}
+	return false;
+}
+
+static bool path_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
+			  size_t len)
+{
+	if (!w->nexclude || !len)
+		return false;
+	const char *slash = strrchr(path, '/');
+	return nx_excluded(nx, w, path, slash ? slash + 1 : path);
+}
+
+static struct nx_queue *queue_of(struct notifyx *nx, const struct nx_watch *w)
+{
+	return w->staging ? &nx->stage : &nx->queue;
+}
+
+void nx_lost(struct notifyx *nx, struct nx_watch *w)
+{
+	if (w->ended || w->overflowed)
+		return;
+	/* Queued past queue_max: one OVERFLOW per watch is what limits a run of losses. */
+	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, 0, 0, 0, "", 0, NULL, 0))
+		w->overflowed = true;
+}
+
+void nx_lost_all(struct notifyx *nx)
+{
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+		nx_lost(nx, w);
+}
+
+void nx_end_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	if (w->ended)
+		return;
+	w->ended = true;
+	nx->ops->rm_watch(nx, w);
+	/* IGNORED is always queued, whatever the limit: it is the last event. */
+	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, 0, 0, 0, "", 0, NULL, 0)) {
+		/* Out of memory: nothing sensible but to wait for memory. */
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
+	     uint32_t cookie, int32_t error, const char *path, size_t path_len,
+	     const char *old, size_t old_len)
+{
+	struct nx_queue *q = queue_of(nx, w);
+
+	if (w->ended)
+		return false;
+	if (mask == NOTIFYX_RENAME && w->nexclude) {
+		bool new_out = path_excluded(nx, w, path, path_len);
+		bool old_out = path_excluded(nx, w, old, old_len);
+		if (new_out && old_out)
+			return false;
+		if (new_out) { /* seen from the watch, the entry left */
+			path = old;
+			path_len = old_len;
+		}
+		if (new_out || old_out) {
+			mask = new_out ? NOTIFYX_MOVED_OUT : NOTIFYX_MOVED_IN;
+			flags &= ~NOTIFYX_EVENT_EXCHANGE;
+			old = NULL;
+			old_len = 0;
+			cookie = 0;
+		}
+	} else if (path_excluded(nx, w, path, path_len)) {
+		return false;
+	}
+	if ((mask & NOTIFYX_ALL_EVENTS) && !(mask & w->events))
+		return false;
+	if (!w->staging && q->count - q->exempt >= nx->queue_max) {
+		nx_lost(nx, w);
+		return false;
+	}
+	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
+		nx_lost(nx, w);
+		return false;
+	}
+	w->overflowed = false;
+	if ((w->flags & NOTIFYX_WATCH_ONESHOT) && (mask & NOTIFYX_ALL_EVENTS))
+		nx_end_watch(nx, w);
+	return true;
+}
+
+/* ---- watches ---- */
+
+static char *absolute(const char *path, size_t *len)
+{
+	char *abs, *cwd;
+
+	if (path[0] == '/') {
+		abs = strdup(path);
+	} else {
+		if (!(cwd = getcwd(NULL, 0)))
+			return NULL;
+		abs = malloc(strlen(cwd) + 1 + strlen(path) + 1);
+		if (abs)
+			strcat(strcat(strcpy(abs, cwd), "/"), path);
+		free(cwd);
+	}
+	if (!abs) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*len = strlen(abs);
+	/* Trailing slashes would make "root/" + "/" + name. */
+	while (*len > 1 && abs[*len - 1] == '/')
+		abs[--*len] = '\0';
+	return abs;
+}
+
+static int check_watch_args(const struct notifyx *nx, const char *path, uint32_t events,
+			    uint32_t flags)
+{
+	if (!path || !events || (events & ~NOTIFYX_ALL_EVENTS) || (flags & ~NX_WATCH_FLAGS))
+		return EINVAL;
+	if ((flags & NOTIFYX_WATCH_LIST) &&
+	    (!(events & NOTIFYX_CREATE) || (flags & NOTIFYX_WATCH_ONESHOT)))
+		return EINVAL;
+	if (events & ~nx->ops->supported(nx))
+		return EOPNOTSUPP;
+	if (nx->next_wd == INT32_MAX)
+		return ENOSPC; /* wds are never reused */
+	return 0;
+}
+
+NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t events,
+				uint32_t flags)
+{
+	struct nx_watch *w;
+	struct stat st;
+	int err;
+
+	if (!usable(nx))
+		return -1;
+	if ((err = check_watch_args(nx, path, events, flags))) {
+		errno = err;
+		return -1;
+	}
+	if (((flags & NOTIFYX_WATCH_NOFOLLOW) ? lstat(path, &st) : stat(path, &st)) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode) &&
+	    (flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_LIST))) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	/* Events already queued in the kernel happened before this watch:
+	 * translate them now, so a shared kernel watch cannot hand them to it. */
+	if (nx->ops->process(nx) < 0)
+		return -1;
+
+	if (!(w = calloc(1, sizeof(*w))))
+		return -1;
+	w->wd = nx->next_wd;
+	w->events = events;
+	w->flags = flags;
+	w->nexclude = nx->nexclude;
+	w->staging = true;
+	w->dev = st.st_dev;
+	if (!(w->path = strdup(path)) || !(w->abspath = absolute(path, &w->abspath_len)) ||
+	    !(w->root = nx_node_new_root(w)) || nx_map_put(&nx->watches, (uint64_t)w->wd, w) < 0) {
+		err = ENOMEM;
+		goto fail;
+	}
+	if (nx->ops->add_watch(nx, w) < 0) {
+		err = errno;
+		nx_map_del(&nx->watches, (uint64_t)w->wd);
+		goto fail;
+	}
+	w->staging = false;
+	nx_queue_splice(&nx->queue, &nx->stage, true);
+	nx->next_wd++;
+	sync_ready(nx);
+	return w->wd;
+fail:
+	nx_queue_clear(&nx->stage);
+	if (w->root)
+		nx_node_free_tree(&nx->paths, w->root, NULL, NULL);
+	free_watch(w);
+	errno = err;
+	return -1;
+}
+
+NX_EXPORT int notifyx_rm_watch(struct notifyx *nx, int wd)
+{
+	struct nx_watch *w;
+
+	if (!usable(nx))
+		return -1;
+	w = wd > 0 ? nx_map_get(&nx->watches, (uint64_t)wd) : NULL;
+	if (!w || w->ended) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* What the kernel already queued for this watch stays readable. */
+	nx->ops->process(nx);
+	if (w->ended) { /* it ended by itself in what was queued */
+		sync_ready(nx);
+		errno = EINVAL;
+		return -1;
+	}
+	nx_end_watch(nx, w);
+	sync_ready(nx);
+	return 0;
+}
+
+NX_EXPORT const char *notifyx_watch_path(const struct notifyx *nx, int wd)
+{
+	const struct nx_watch *w = NULL;
+
+	if (nx && wd > 0)
+		w = nx_map_get(&nx->watches, (uint64_t)wd);
+	if (!w) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return w->path;
+}
+
+NX_EXPORT int notifyx_exclude(struct notifyx *nx, const char *pattern)
+{
+	char **v, *copy;
+
+	if (!usable(nx))
+		return -1;
+	if (!pattern || !*pattern) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(copy = strdup(pattern)))
+		return -1;
+	if (!(v = realloc(nx->exclude, (nx->nexclude + 1) * sizeof(*v)))) {
+		free(copy);
+		return -1;
+	}
+	v[nx->nexclude++] = copy;
+	nx->exclude = v;
+	return 0;
+}
+
+/* ---- reading ---- */
+
+/* Copies whole records that fit into buf; frees a watch once its IGNORED
+ * has been handed out. */
+static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
+{
+	const struct notifyx_event *ev;
+	size_t done = 0;
+
+	while ((ev = nx_queue_peek(&nx->queue)) && ev->size <= len - done) {
+		memcpy(buf + done, ev, ev->size);
+		done += ev->size;
+		if (ev->mask == NOTIFYX_IGNORED) {
+			struct nx_watch *w = nx_map_del(&nx->watches, (uint64_t)ev->wd);
+			if (w) {
+				if (w->root)
+					nx_node_free_tree(&nx->paths, w->root, NULL, NULL);
+				free_watch(w);
+			}
+		}
+		nx_queue_pop(&nx->queue);
+	}
+	return done;
+}
+
+NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
+{
+	struct epoll_event ev;
+	size_t done;
+
+	if (!usable(nx))
+		return -1;
+	if (!buf || !len) {
+		errno = EINVAL;
+		return -1;
+	}
+	while (!nx->queue.count) {
+		if (nx->ops->process(nx) < 0 && !nx->queue.count)
+			return -1;
+		if (nx->queue.count)
+			break;
+		sync_ready(nx);
+		if (nx->flags & NOTIFYX_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* Like poll(2): a caught signal ends the wait with EINTR. */
+		if (epoll_wait(nx->epfd, &ev, 1, -1) < 0 && errno != EAGAIN)
+			return -1;
+	}
+	done = copy_out(nx, buf, len);
+	sync_ready(nx);
+	if (!done) {
+		errno = EINVAL; /* the next event does not fit in len */
+		return -1;
+	}
+	return (ssize_t)done;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Internal interfaces of libnotifyx: the handle, the event queue, the watch
+ * table, the path table and the backend operations table.  Nothing here is
+ * visible to applications.
+ */
+#ifndef NX_H
+#define NX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "notifyx.h"
+
+#define NX_EXPORT __attribute__((visibility("default")))
+
+#define NX_ALWAYS_EVENTS (NOTIFYX_OVERFLOW | NOTIFYX_UNMOUNT | NOTIFYX_ERROR | NOTIFYX_IGNORED)
+#define NX_WATCH_FLAGS                                                          \
+	(NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONESHOT | NOTIFYX_WATCH_NOFOLLOW | \
+	 NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_XDEV | NOTIFYX_WATCH_LIST)
+#define NX_DEFAULT_QUEUE_MAX 16384u
+#define NX_DEFAULT_POLL_MS   1000u
+/* How long the first half of a move waits for its second half (as GLib). */
+#define NX_HOLD_NS (10 * 1000 * 1000)
+
+/* ---- hash map: 64-bit key to pointer (open addressing, linear probing) ---- */
+
+struct nx_map {
+	struct nx_map_slot *slots;
+	size_t cap; /* power of two, or 0 */
+	size_t len;
+};
+
+void *nx_map_get(const struct nx_map *m, uint64_t key);
+int nx_map_put(struct nx_map *m, uint64_t key, void *val); /* replaces; -1 ENOMEM */
+void *nx_map_del(struct nx_map *m, uint64_t key);          /* the old value or NULL */
+/* Iteration: start with *pos = 0; returns false at the end. */
+bool nx_map_next(const struct nx_map *m, size_t *pos, uint64_t *key, void **val);
+void nx_map_free(struct nx_map *m);
+uint64_t nx_hash(const void *data, size_t len, uint64_t seed);
+
+/* ---- event queue: records stored already encoded, in chunks ---- */
+
+struct nx_chunk;
+
+struct nx_queue {
+	struct nx_chunk *head, *tail;
+	struct nx_chunk *spare; /* one emptied chunk kept to avoid malloc churn */
+	size_t count;           /* records in the queue */
+	size_t exempt;          /* of which in chunks not counted against queue_max */
+};
+
+/* Bytes of the record for names of these lengths (a multiple of 8). */
+size_t nx_event_size(size_t path_len, size_t old_len);
+/* Appends one record; path and old may be NULL when their length is 0.
+ * Returns the record (valid until the next queue operation) or NULL, ENOMEM. */
+struct notifyx_event *nx_queue_push(struct nx_queue *q, int32_t wd, uint32_t mask, uint32_t flags,
+				    uint32_t cookie, int32_t error, const char *path,
+				    size_t path_len, const char *old, size_t old_len);
+const struct notifyx_event *nx_queue_peek(const struct nx_queue *q);
+void nx_queue_pop(struct nx_queue *q);
+/* Moves every record of src to the end of dst; with exempt, the moved
+ * records do not count against queue_max. */
+void nx_queue_splice(struct nx_queue *dst, struct nx_queue *src, bool exempt);
+void nx_queue_clear(struct nx_queue *q);
+
+/* ---- path table: the directories of recursive trees ----
+ *
+ * Each node knows its parent and its own name only, so the path of a node is
+ * built by walking up (O(depth)) and renaming a directory is O(1) whatever
+ * lies below it.  Children are found through one hash table of the handle
+ * keyed by (parent, name). */
+
+struct nx_watch;
+
+struct nx_node {
+	struct nx_node *parent;   /* NULL for a watch root */
+	struct nx_node *child;    /* first child directory */
+	struct nx_node *next, *prev; /* siblings */
+	struct nx_node *hnext;    /* chain in the (parent, name) table */
+	struct nx_watch *watch;   /* the watch this node belongs to */
+	void *kref;               /* the backend's kernel object for this directory */
+	struct nx_node *knext;    /* next node sharing kref */
+	char *name;               /* "" for a root */
+	uint32_t name_len;
+	bool dead;                /* unlinked, waiting to be freed */
+};
+
+struct nx_paths {
+	struct nx_map children; /* hash(parent, name) -> chain of nodes */
+};
+
+struct nx_node *nx_node_new_root(struct nx_watch *w);
+/* A new child directory of parent; NULL with ENOMEM. */
+struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const char *name, size_t len);
+struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *parent,
+			     const char *name, size_t len);
+/* Moves n under new_parent with a new name: O(1) in the size of its subtree. */
+int nx_node_rename(struct nx_paths *t, struct nx_node *n, struct nx_node *new_parent,
+		   const char *name, size_t len);
+/* Takes n (not a root) out of its parent and the name table. */
+void nx_node_unlink(struct nx_paths *t, struct nx_node *n);
+/* Calls fn on n and every node below it, parents first. */
+void nx_node_foreach(struct nx_node *n, void (*fn)(void *ctx, struct nx_node *n), void *ctx);
+/* Frees n and everything below it; drop(ctx, node) is called on each node
+ * first, children before parents. */
+void nx_node_free_tree(struct nx_paths *t, struct nx_node *n,
+		       void (*drop)(void *ctx, struct nx_node *n), void *ctx);
+/* Writes the path of n relative to its watch root ("" for the root) into
+ * buf; returns its length, or SIZE_MAX when it does not fit in size-1. */
+size_t nx_node_path(const struct nx_node *n, char *buf, size_t size);
+/* Builds "dirpath/name" (or "name" when dirpath is ""); SIZE_MAX when too long. */
+size_t nx_join(char *buf, size_t size, const char *dir, size_t dir_len, const char *name, size_t len);
+void nx_paths_free(struct nx_paths *t);
+
+/* ---- watches ---- */
+
+struct nx_watch {
+	int32_t wd;
+	uint32_t events;    /* requested NOTIFYX_* types */
+	uint32_t flags;     /* NOTIFYX_WATCH_* */
+	uint32_t nexclude;  /* exclude patterns that apply: the first nexclude of the handle */
+	bool overflowed;    /* the last event queued for this watch was an OVERFLOW */
+	bool ended;         /* IGNORED is queued: no more events, rm_watch is EINVAL */
+	bool staging;       /* being set up: events go to the handle's stage queue */
+	dev_t dev;          /* device of the root, for XDEV */
+	char *path;         /* as the application passed it */
+	char *abspath;      /* absolute, for the kernel */
+	size_t abspath_len;
+	struct nx_node *root;
+	void *bdata;        /* backend data */
+};
+
+/* ---- backends ---- */
+
+struct notifyx;
+
+struct nx_backend {
+	const char *name;
+	uint32_t id;
+	/* The events this backend delivers on this handle. */
+	uint32_t (*supported)(const struct notifyx *nx);
+	/* Sets up kernel objects and adds their descriptors to nx->epfd. */
+	int (*open)(struct notifyx *nx);
+	/* Releases everything; after fork (nx->forked) only closes descriptors
+	 * and frees memory, touching no kernel state shared with the parent. */
+	void (*close)(struct notifyx *nx);
+	/* Sets up w (w->root exists, w->wd assigned).  On failure leaves nothing
+	 * behind and returns -1 with errno. */
+	int (*add_watch)(struct notifyx *nx, struct nx_watch *w);
+	/* Detaches w from the kernel; w stays allocated. */
+	void (*rm_watch)(struct notifyx *nx, struct nx_watch *w);
+	/* Reads what the kernel has without blocking and queues events;
+	 * returns 0, or -1 with errno on a hard failure. */
+	int (*process)(struct notifyx *nx);
+};
+
+extern const struct nx_backend nx_backend_inotify;
+
+/* ---- the handle ---- */
+
+struct notifyx {
+	int epfd;             /* what notifyx_fd returns */
+	int readyfd;          /* eventfd in epfd: readable while the queue holds events */
+	bool ready;           /* readyfd is signalled */
+	bool forked;          /* set in a child after fork: close only */
+	pid_t pid;
+	uint32_t flags;
+	uint32_t queue_max;
+	uint32_t poll_interval_ms;
+	int32_t signal;
+	const struct nx_backend *ops;
+	void *bdata;
+	struct nx_queue queue;
+	struct nx_queue stage; /* events of a watch being set up */
+	struct nx_map watches; /* wd -> struct nx_watch */
+	int32_t next_wd;
+	struct nx_paths paths;
+	char **exclude;
+	uint32_t nexclude;
+};
+
+/* Queues an event for w, applying the watch's event mask, its exclude
+ * patterns, ONESHOT, queue_max and the OVERFLOW rules.  old may be NULL.
+ * Returns true when the event was queued. */
+bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
+	     uint32_t cookie, int32_t error, const char *path, size_t path_len,
+	     const char *old, size_t old_len);
+/* Events of w were lost. */
+void nx_lost(struct notifyx *nx, struct nx_watch *w);
+/* Events of every watch were lost. */
+void nx_lost_all(struct notifyx *nx);
+/* Ends w: detaches it from the backend and queues its IGNORED. */
+void nx_end_watch(struct notifyx *nx, struct nx_watch *w);
+/* True when the entry at path (relative to w's root; name is its last
+ * component) matches one of w's exclude patterns. */
+bool nx_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
+		 const char *name);
+/* Adds fd to the handle's epoll set (level-triggered, readable). */
+int nx_epoll_add(struct notifyx *nx, int fd);
+uint64_t nx_now_ns(void);
+
+/* ---- mask translation and names ---- */
+
+const char *nx_event_name(uint32_t mask);
+
+#endif /* NX_H */

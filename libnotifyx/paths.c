@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The path table of recursive watches: a tree of directory nodes, each with
+ * its parent and its own name only.  See nx.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx.h"
+
+static uint64_t child_key(const struct nx_node *parent, const char *name, size_t len)
+{
+	return nx_hash(name, len, (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ULL);
+}
+
+struct nx_node *nx_node_new_root(struct nx_watch *w)
+{
+	struct nx_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->name = (char *)"";
+	n->watch = w;
+	return n;
+}
+
+struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *parent,
+			     const char *name, size_t len)
+{
+	struct nx_node *n = nx_map_get(&t->children, child_key(parent, name, len));
+
+	for (; n; n = n->hnext)
+		if (n->parent == parent && n->name_len == len && !memcmp(n->name, name, len))
+			return n;
+	return NULL;
+}
+
+static int hash_in(struct nx_paths *t, struct nx_node *n)
+{
+	uint64_t key = child_key(n->parent, n->name, n->name_len);
+
+	n->hnext = nx_map_get(&t->children, key);
+	if (nx_map_put(&t->children, key, n) < 0) {
+		n->hnext = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void hash_out(struct nx_paths *t, struct nx_node *n)
+{
+	uint64_t key = child_key(n->parent, n->name, n->name_len);
+	struct nx_node *head = nx_map_get(&t->children, key), **pp;
+
+	if (head == n) {
+		if (n->hnext)
+			nx_map_put(&t->children, key, n->hnext); /* replaces: no allocation */
+		else
+			nx_map_del(&t->children, key);
+	} else {
+		for (pp = &head; *pp; pp = &(*pp)->hnext)
+			if (*pp == n) {
+				*pp = n->hnext;
+				break;
+			}
+	}
+	n->hnext = NULL;
+}
+
+static void link_child(struct nx_node *parent, struct nx_node *n)
+{
+	n->parent = parent;
+	n->prev = NULL;
+	n->next = parent->child;
+	if (parent->child)
+		parent->child->prev = n;
+	parent->child = n;
+}
+
+static void unlink_child(struct nx_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		n->parent->child = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->next = n->prev = NULL;
+}
+
+struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const char *name, size_t len)
+{
+	struct nx_node *n = calloc(1, sizeof(*n));
+
+	if (!n || !(n->name = malloc(len + 1))) {
+		free(n);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	n->name_len = (uint32_t)len;
+	n->watch = parent->watch;
+	n->parent = parent;
+	if (hash_in(t, n) < 0) {
+		free(n->name);
+		free(n);
+		errno = ENOMEM;
+		return NULL;
+	}
+	link_child(parent, n);
+	return n;
+}
+
+int nx_node_rename(struct nx_paths *t, struct nx_node *n, struct nx_node *new_parent,
+		   const char *name, size_t len)
+{
+	char *copy = malloc(len + 1);
+
+	if (!copy) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(copy, name, len);
+	copy[len] = '\0';
+	hash_out(t, n);
+	unlink_child(n);
+	free(n->name);
+	n->name = copy;
+	n->name_len = (uint32_t)len;
+	link_child(new_parent, n);
+	if (hash_in(t, n) < 0) {
+		/* Only a growing table can fail; the node then stays reachable
+		 * by walking, but not by name: report it. */
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+void nx_node_unlink(struct nx_paths *t, struct nx_node *n)
+{
+	if (!n->parent)
+		return;
+	hash_out(t, n);
+	unlink_child(n);
+	n->parent = NULL;
+}
+
+void nx_node_foreach(struct nx_node *n, void (*fn)(void *ctx, struct nx_node *n), void *ctx)
+{
+	/* Iterative pre-order walk, within n's subtree. */
+	struct nx_node *cur = n;
+
+	while (cur) {
+		fn(ctx, cur);
+		if (cur->child) {
+			cur = cur->child;
+			continue;
+		}
+		while (cur != n && !cur->next)
+			cur = cur->parent;
+		cur = cur == n ? NULL : cur->next;
+	}
+}
+
+void nx_node_free_tree(struct nx_paths *t, struct nx_node *n,
+		       void (*drop)(void *ctx, struct nx_node *n), void *ctx)
+{
+	/* Iterative post-order walk: trees can be deeper than the stack. */
+	struct nx_node *top = n, *cur = n;
+
+	nx_node_unlink(t, n);
+	while (cur) {
+		if (cur->child) {
+			cur = cur->child;
+			continue;
+		}
+		struct nx_node *up = cur == top ? NULL : cur->parent;
+		if (drop)
+			drop(ctx, cur);
+		if (up) {
+			hash_out(t, cur);
+			unlink_child(cur);
+		}
+		if (cur->name_len)
+			free(cur->name);
+		free(cur);
+		cur = up;
+	}
+}
+
+size_t nx_node_path(const struct nx_node *n, char *buf, size_t size)
+{
+	size_t len = 0;
+	const struct nx_node *p;
+
+	for (p = n; p->parent; p = p->parent)
+		len += p->name_len + (p->parent->parent ? 1 : 0);
+	if (len >= size)
+		return SIZE_MAX;
+	buf[len] = '\0';
+	size_t end = len;
+	for (p = n; p->parent; p = p->parent) {
+		end -= p->name_len;
+		memcpy(buf + end, p->name, p->name_len);
+		if (p->parent->parent)
+			buf[--end] = '/';
+	}
+	return len;
+}
+
+size_t nx_join(char *buf, size_t size, const char *dir, size_t dir_len, const char *name, size_t len)
+{
+	size_t total = dir_len ? dir_len + 1 + len : len;
+
+	if (total >= size)
+		return SIZE_MAX;
+	if (dir != buf)
+		memmove(buf, dir, dir_len);
+	if (dir_len)
+		buf[dir_len++] = '/';
+	memcpy(buf + dir_len, name, len);
+	buf[total] = '\0';
+	return total;
+}
+
+void nx_paths_free(struct nx_paths *t)
+{
+	nx_map_free(&t->children);
+}
