@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Every symbol the built shared library exports, and every notifyx_*
+# function declared in the public header, has a man page man/SYMBOL.3.
+# A link page (".so man3/X.3") must point at a page that exists.
+# Exit 0 pass, 1 fail, 77 skip.
+
+srcdir=${srcdir:-.}
+top_srcdir=${top_srcdir:-$srcdir/..}
+top_builddir=${top_builddir:-$top_srcdir}
+man=$top_srcdir/man
+header=$top_srcdir/include/notifyx.h
+lib=$top_builddir/libnotifyx/.libs/libnotifyx.so
+NM=${NM_PROG:-nm}
+
+fail=0
+checked=0
+
+need_page() { # symbol, where it came from
+	checked=$((checked + 1))
+	if [ ! -f "$man/$1.3" ]; then
+		echo "FAIL: $1 ($2) has no page man/$1.3"
+		fail=1
+		return
+	fi
+	first=$(sed -n '1p' "$man/$1.3")
+	case $first in
+	.so\ *)
+		target=${first#.so }
+		if [ ! -f "$man/${target##*/}" ]; then
+			echo "FAIL: man/$1.3 links to $target, which does not exist"
+			fail=1
+		fi
+		;;
+	esac
+}
+
+if [ ! -f "$header" ]; then
+	echo "FAIL: header $header not found"
+	exit 1
+fi
+
+# Functions declared in the header: an identifier notifyx_* directly
+# followed by "(" at the start of a declarator, outside comments.
+funcs=$(sed -e 's|/\*.*\*/||g' "$header" |
+	grep -v '^[[:space:]]*#' |
+	grep -o '\*\{0,1\}notifyx_[a-z0-9_]*[[:space:]]*(' |
+	sed -e 's/^\*//' -e 's/[[:space:]]*($//' | sort -u)
+if [ -z "$funcs" ]; then
+	echo "FAIL: no notifyx_* function found in $header"
+	exit 1
+fi
+for f in $funcs; do
+	need_page "$f" "declared in include/notifyx.h"
+done
+
+if [ ! -f "$lib" ]; then
+	echo "SKIP (library part): $lib not built; header functions checked: $checked"
+	[ $fail -eq 0 ] && exit 77
+	exit 1
+fi
+if ! command -v "$NM" >/dev/null 2>&1; then
+	echo "SKIP (library part): nm not found"
+	[ $fail -eq 0 ] && exit 77
+	exit 1
+fi
+
+# Exported (defined, dynamic) symbols, without version suffixes.
+syms=$("$NM" -D --defined-only "$lib" | awk 'NF >= 3 && $2 ~ /^[TtDdBbRrWwVviu]$/ { print $3 }' |
+	sed 's/@.*//' | sort -u)
+for s in $syms; do
+	case $s in
+	LIBNOTIFYX_*) continue ;;  # version node names (absolute symbols)
+	_init|_fini|_edata|_end|__bss_start) continue ;;
+	esac
+	need_page "$s" "exported by libnotifyx.so"
+	case $s in
+	notifyx_*) ;;
+	*) echo "FAIL: exported symbol $s lacks the notifyx_ prefix"; fail=1 ;;
+	esac
+done
+
+# Every exported symbol belongs to a version node.
+unversioned=$("$NM" -D --defined-only --with-symbol-versions "$lib" 2>/dev/null |
+	awk '$3 ~ /^notifyx_/ && $3 !~ /@/ { print $3 }')
+if [ -n "$unversioned" ]; then
+	echo "FAIL: exported without a version node: $unversioned"
+	fail=1
+fi
+
+[ $fail -eq 0 ] && echo "PASS: $checked names have pages"
+exit $fail
