@@ -30,6 +30,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "inotify.h"
 #include "nx.h"
 #include "scan.h"
 
@@ -62,15 +63,6 @@ struct ino {
 	_Alignas(8) char buf[READ_BUF];
 };
 
-/* One decoded kernel record. */
-struct inrec {
-	int wd;
-	uint32_t mask, cookie;
-	const char *name;
-	size_t name_len;
-	size_t size; /* bytes of the record */
-};
-
 static struct ino *ino_of(const struct notifyx *nx)
 {
 	return nx->bdata;
@@ -78,8 +70,7 @@ static struct ino *ino_of(const struct notifyx *nx)
 
 /* ---- decoding (pure: no system call) ---- */
 
-/* Decodes the record at buf[pos]; false when it is incomplete or malformed. */
-static bool decode(const char *buf, size_t len, size_t pos, struct inrec *r)
+bool nx_inotify_decode(const char *buf, size_t len, size_t pos, struct inrec *r)
 {
 	struct inotify_event ev;
 
@@ -117,7 +108,7 @@ static const struct {
 	{ NOTIFYX_MOVE_SELF, IN_MOVE_SELF },
 };
 
-static uint32_t to_kernel(uint32_t events)
+uint32_t nx_inotify_mask(uint32_t events)
 {
 	uint32_t m = 0;
 
@@ -128,7 +119,7 @@ static uint32_t to_kernel(uint32_t events)
 }
 
 /* The single NOTIFYX type of a plain (non-move) kernel event, or 0. */
-static uint32_t from_kernel(uint32_t mask)
+uint32_t nx_inotify_event(uint32_t mask)
 {
 	for (size_t i = 0; i < sizeof(xlat) / sizeof(xlat[0]); i++)
 		if ((mask & xlat[i].in) && !(xlat[i].in & (IN_MOVED_FROM | IN_MOVED_TO)))
@@ -139,7 +130,7 @@ static uint32_t from_kernel(uint32_t mask)
 static uint32_t node_mask(const struct nx_node *n)
 {
 	const struct nx_watch *w = n->watch;
-	uint32_t m = to_kernel(w->events) | IN_EXCL_UNLINK;
+	uint32_t m = nx_inotify_mask(w->events) | IN_EXCL_UNLINK;
 
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) /* to keep the tree up to date */
 		m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
@@ -531,8 +522,8 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		nx_end_watch(nx, w);
 	} else if (mask & IN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
-	} else if (from_kernel(mask)) {
-		nx_emit(nx, w, from_kernel(mask), flags, 0, 0, "", 0, NULL, 0);
+	} else if (nx_inotify_event(mask)) {
+		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
 	}
 }
 
@@ -557,8 +548,8 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 		nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, in->path[0], len, NULL, 0);
 		if (isdir)
 			bury(nx, nx_node_find(&nx->paths, n, r->name, r->name_len));
-	} else if (from_kernel(r->mask)) {
-		nx_emit(nx, w, from_kernel(r->mask), flags, 0, 0, in->path[0], len, NULL, 0);
+	} else if (nx_inotify_event(r->mask)) {
+		nx_emit(nx, w, nx_inotify_event(r->mask), flags, 0, 0, in->path[0], len, NULL, 0);
 	}
 }
 
@@ -720,7 +711,7 @@ static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, s
 {
 	struct inrec r;
 
-	for (; decode(in->buf, in->len, pos, &r); pos += r.size) {
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
 		if ((r.mask & IN_MOVED_TO) && r.cookie == cookie) {
 			*out = r;
 			return pos;
@@ -737,7 +728,7 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 	struct inrec r, t;
 
 	*incomplete = false;
-	for (; decode(in->buf, in->len, pos, &r); pos += r.size) {
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
 		if (r.mask == 0 || (!r.name_len && (r.mask & IN_MOVE_SELF)))
 			continue;
 		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
@@ -832,7 +823,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 	struct inrec r;
 	size_t pos = 0;
 
-	while (decode(in->buf, in->len, pos, &r)) {
+	while (nx_inotify_decode(in->buf, in->len, pos, &r)) {
 		if (r.mask & IN_Q_OVERFLOW) {
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
@@ -914,6 +905,37 @@ static int ino_process(struct notifyx *nx)
 		free_graveyard(nx);
 	}
 	return ret;
+}
+
+int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drained)
+{
+	struct ino *in = ino_of(nx);
+
+	if (len > sizeof(in->buf) - in->len) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	memcpy(in->buf + in->len, data, len);
+	in->len += len;
+	size_t used = parse(nx, drained || in->len == sizeof(in->buf));
+	memmove(in->buf, in->buf + used, in->len - used);
+	in->len -= used;
+	if (drained && !in->holding) {
+		nx_map_free(&in->suppress);
+		free_graveyard(nx);
+	}
+	return 0;
+}
+
+int nx_inotify_kwd(const struct notifyx *nx, int i)
+{
+	struct kwatch *kw;
+	size_t pos = 0;
+
+	while (nx_map_next(&ino_of(nx)->kwatches, &pos, NULL, (void **)&kw))
+		if (i-- == 0)
+			return kw->kwd;
+	return -1;
 }
 
 /* ---- backend operations ---- */
