@@ -232,15 +232,20 @@ NX_EXPORT uint32_t notifyx_supported_events(const struct notifyx *nx)
 
 /* ---- delivering events ---- */
 
-bool nx_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
-		 const char *name)
+bool nx_match_exclude(char *const *patterns, uint32_t n, const char *path, const char *name)
 {
-	for (uint32_t i = 0; i < w->nexclude; i++) {
-		const char *p = nx->exclude[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const char *p = patterns[i];
 		if (strchr(p, '/') ? !fnmatch(p, path, FNM_PATHNAME) : !fnmatch(p, name, 0))
 			return true;
 	}
 	return false;
+}
+
+bool nx_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
+		 const char *name)
+{
+	return nx_match_exclude(nx->exclude, w->nexclude, path, name);
 }
 
 static bool path_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,

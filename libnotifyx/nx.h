@@ -198,6 +198,9 @@ void nx_end_watch(struct notifyx *nx, struct nx_watch *w);
  * component) matches one of w's exclude patterns. */
 bool nx_excluded(const struct notifyx *nx, const struct nx_watch *w, const char *path,
 		 const char *name);
+/* The same over a list of patterns (a pure function): a pattern with a slash
+ * matches path with FNM_PATHNAME, one without matches name. */
+bool nx_match_exclude(char *const *patterns, uint32_t n, const char *path, const char *name);
 /* Adds fd to the handle's epoll set (level-triggered, readable). */
 int nx_epoll_add(struct notifyx *nx, int fd);
 uint64_t nx_now_ns(void);
