@@ -62,12 +62,30 @@ wait_exit() {
 	pid=
 }
 
+# A background job of a non-interactive shell starts with SIGINT ignored;
+# launch=sigint_default starts notifyx with SIGINT at its default instead.
+launch=
+sigint_default() {
+	exec python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
+# sigint_ignored PID: true when PID ignores SIGINT (bit 2 of SigIgn).
+sigint_ignored() {
+	python3 -c 'import sys
+for l in open("/proc/%s/status" % sys.argv[1]):
+    if l.startswith("SigIgn:"):
+        sys.exit(0 if int(l.split()[1], 16) & 2 else 1)
+sys.exit(1)' "$1"
+}
+
 # start_watch OUT DIR ARGS...: runs notifyx watch in the background and waits
 # until it reports the creation of probe files (so the watch is in place).
 start_watch() {
 	out=$1 dir=$2
 	shift 2
-	"$NX" watch "$@" "$dir" >"$out" 2>"$out.err" &
+	$launch "$NX" watch "$@" "$dir" >"$out" 2>"$out.err" &
 	pid=$!
 	n=0
 	while [ $n -lt 50 ]; do
@@ -302,7 +320,9 @@ if [ -n "$backend" ]; then
 	# -- text --
 	d=$tmp/text
 	mkdir "$d"
+	launch=sigint_default
 	if start_watch "$tmp/text.out" "$d" -b "$backend" -e create,delete,rename -x 'skip*'; then
+		launch=
 		: >"$d/skipme"
 		for n in "$@"; do
 			: >"$d/$n"
@@ -313,9 +333,9 @@ if [ -n "$backend" ]; then
 		rmdir "$d/dir${nl}x"
 		: >"$d/done"
 		wait_for "$tmp/text.out" '/done"$' || fail "text: the last event never came"
-		kill -TERM "$pid"
+		kill -INT "$pid"
 		wait_exit
-		[ $rc -eq 0 ] || fail "text: notifyx watch ended by SIGTERM: status $rc, want 0"
+		[ $rc -eq 0 ] || fail "text: notifyx watch ended by SIGINT: status $rc, want 0"
 		python3 "$tmp/check.py" text "$tmp/text.out" "$d" "$tmp/names" ||
 			fail "text output (in $tmp/text.out)"
 		[ -s "$tmp/text.out.err" ] && fail "text: stderr: $(cat "$tmp/text.out.err")"
@@ -327,6 +347,12 @@ if [ -n "$backend" ]; then
 	mkdir "$d"
 	sub=$(printf 'sub\n\377 dir')
 	if start_watch "$tmp/json.out" "$d" -b "$backend" -r -e create,delete,rename --format=json; then
+		if sigint_ignored "$pid"; then
+			# inherited as ignored: it stays so
+			kill -INT "$pid"
+			sleep 0.2
+			kill -0 "$pid" 2>/dev/null || fail "json: an ignored SIGINT ended notifyx"
+		fi
 		for n in "$@"; do
 			: >"$d/$n"
 			mv "$d/$n" "$d/$n.r"
@@ -348,7 +374,7 @@ if [ -n "$backend" ]; then
 	fi
 fi
 
-# ---- the poll backend (a scanning one): SIGINT ends it with 0 ----------------------
+# ---- the poll backend (a scanning one): SIGTERM ends it with 0 ---------------------
 d=$tmp/poll
 mkdir "$d"
 if ! grep -q '^poll yes ' "$tmp/b"; then
@@ -356,9 +382,9 @@ if ! grep -q '^poll yes ' "$tmp/b"; then
 elif start_watch "$tmp/poll.out" "$d" -b poll -e create; then
 	: >"$d/$(printf 'p\nq')"
 	wait_for "$tmp/poll.out" '^create "[^"]*/p\\nq"$' || fail "poll: no create event"
-	kill -INT "$pid"
+	kill -TERM "$pid"
 	wait_exit
-	[ $rc -eq 0 ] || fail "poll: notifyx watch ended by SIGINT: status $rc, want 0"
+	[ $rc -eq 0 ] || fail "poll: notifyx watch ended by SIGTERM: status $rc, want 0"
 	python3 "$tmp/check.py" textany "$tmp/poll.out" >/dev/null || fail "poll: output does not parse"
 fi
 

@@ -9,6 +9,9 @@
  * The output formats and the escaping of names are described in the usage
  * text below and, byte for byte, at the top of escape.c.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* ppoll; config.h says the same */
+#endif
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -44,6 +47,7 @@ static void usage_main(FILE *f)
 "  watch [OPTION]... PATH...   print the events of PATH..., one per line\n"
 "  backends                    list the backends, whether each works here,\n"
 "                              and the events each can report\n"
+"  help [watch]                the same as --help (notifyx watch --help)\n"
 "\n"
 "Options:\n"
 "  -h, --help      show this help (\"notifyx watch --help\" for watch)\n"
@@ -55,7 +59,14 @@ static void usage_main(FILE *f)
 "  NAME no: REASON            it cannot start here (REASON is strerror(3))\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.  \"backends\" exits 0 when\n"
-"at least one backend works, else 1.\n");
+"at least one backend works, else 1.\n"
+"\n"
+"Examples:\n"
+"  notifyx watch -r -e create,delete,rename src/\n"
+"      create \"src/new\\nname.c\"\n"
+"      rename \"src/b.c\" from \"src/a.c\"\n"
+"      delete isdir \"src/old\"\n"
+"  notifyx watch --format=json /etc | jq -r .path\n");
 }
 
 static void usage_watch(FILE *f)
@@ -64,8 +75,9 @@ static void usage_watch(FILE *f)
 "Usage: notifyx watch [OPTION]... PATH...\n"
 "\n"
 "Watch each PATH (a file or a directory) and print one line per event on\n"
-"standard output, written out after each batch of events, so that a pipe\n"
-"reader sees events as they come.\n"
+"standard output.  The output is flushed after each batch of events that\n"
+"libnotifyx returns, so that a reader of a pipe sees events as they come.\n"
+"Options and PATHs may be mixed; \"--\" ends the options.\n"
 "\n"
 "Options:\n"
 "  -r, --recursive        watch whole directory trees, including directories\n"
@@ -118,7 +130,9 @@ static void usage_watch(FILE *f)
 "\n"
 "Ending: notifyx watch exits 0 when every watch has ended (each has\n"
 "reported ignored, for example after its PATH was deleted), and exits 0\n"
-"after SIGINT or SIGTERM, once the events already read are written out.\n"
+"after SIGINT or SIGTERM, once the events already read are written out\n"
+"(a signal ignored when notifyx starts, as SIGINT is in a background job\n"
+"of a non-interactive shell, stays ignored).\n"
 "It exits 1 when a PATH cannot be watched (before any event is printed) or\n"
 "on any other error, with a message \"notifyx: PATH: REASON\" on standard\n"
 "error, and 2 on a usage error.\n");
@@ -412,6 +426,17 @@ static void on_stop_signal(int sig)
 	stop_signal = sig;
 }
 
+/* Installs sa for sig, unless sig was ignored when the tool started (as SIGINT
+ * is in a background job of a non-interactive shell): that stays ignored. */
+static void catch_signal(int sig, const struct sigaction *sa)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+		return;
+	sigaction(sig, sa, NULL);
+}
+
 struct watch {
 	int wd;
 	const char *root;
@@ -433,22 +458,23 @@ static const struct option watch_long[] = {
 static int cmd_watch(int argc, char **argv)
 {
 	struct notifyx_config cfg;
-	struct notifyx *nx;
+	struct notifyx *nx = NULL;
 	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
 	int want_all = 0, opt, nwatch, live, i, status = EXIT_SUCCESS;
 	enum format format = FORMAT_TEXT;
 	const char **excludes;
 	int nexclude = 0;
-	struct watch *watches;
+	struct watch *watches = NULL;
 	struct sigaction sa;
 	sigset_t block, orig;
 	size_t bufsize;
-	void *buf;
+	void *buf = NULL;
 
 	excludes = calloc((size_t)argc, sizeof(*excludes));
 	if (!excludes) {
 		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
-		return EXIT_FAILURE;
+		status = EXIT_FAILURE;
+		goto out;
 	}
 
 	/* Options and paths may mix; "--" ends the options. */
@@ -463,13 +489,15 @@ static int cmd_watch(int argc, char **argv)
 				fprintf(stderr, "%s: unknown backend '%s' (known: auto, "
 					"inotify, fanotify, dnotify, poll)\n", progname, optarg);
 				try_help("watch");
-				return EXIT_USAGE;
+				status = EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'e':
 			if (parse_events(optarg, &events, &want_all) < 0) {
 				try_help("watch");
-				return EXIT_USAGE;
+				status = EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'x':
@@ -484,22 +512,26 @@ static int cmd_watch(int argc, char **argv)
 				fprintf(stderr, "%s: unknown format '%s' (known: text, json)\n",
 					progname, optarg);
 				try_help("watch");
-				return EXIT_USAGE;
+				status = EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'h':
 			usage_watch(stdout);
-			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+			status = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+			goto out;
 		default:
 			try_help("watch");
-			return EXIT_USAGE;
+			status = EXIT_USAGE;
+			goto out;
 		}
 	}
 	nwatch = argc - optind;
 	if (nwatch <= 0) {
 		fprintf(stderr, "%s: watch: no PATH given\n", progname);
 		try_help("watch");
-		return EXIT_USAGE;
+		status = EXIT_USAGE;
+		goto out;
 	}
 	if (events == 0)
 		want_all = 1;
@@ -515,7 +547,8 @@ static int cmd_watch(int argc, char **argv)
 
 		snprintf(what, sizeof(what), "backend %s", backend_name(backend));
 		report_error(what, err, backend, 1);
-		return EXIT_FAILURE;
+		status = EXIT_FAILURE;
+		goto out;
 	}
 	if (want_all)
 		events |= notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS;
@@ -523,16 +556,16 @@ static int cmd_watch(int argc, char **argv)
 	for (i = 0; i < nexclude; i++) {
 		if (notifyx_exclude(nx, excludes[i]) < 0) {
 			report_error(excludes[i], errno, notifyx_backend(nx), 0);
-			notifyx_close(nx);
-			return EXIT_FAILURE;
+			status = EXIT_FAILURE;
+			goto out;
 		}
 	}
 
 	watches = calloc((size_t)nwatch, sizeof(*watches));
 	if (!watches) {
 		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
-		notifyx_close(nx);
-		return EXIT_FAILURE;
+		status = EXIT_FAILURE;
+		goto out;
 	}
 	for (i = 0; i < nwatch; i++) {
 		const char *path = argv[optind + i];
@@ -549,8 +582,8 @@ static int cmd_watch(int argc, char **argv)
 				put_event_list(stderr, events & ~notifyx_supported_events(nx));
 				fputc('\n', stderr);
 			}
-			notifyx_close(nx);
-			return EXIT_FAILURE;
+			status = EXIT_FAILURE;
+			goto out;
 		}
 		watches[i].wd = wd;
 		watches[i].root = path;
@@ -571,15 +604,15 @@ static int cmd_watch(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	sigdelset(&orig, SIGINT);
 	sigdelset(&orig, SIGTERM);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signal(SIGINT, &sa);
+	catch_signal(SIGTERM, &sa);
 
 	bufsize = NOTIFYX_EVENT_MAX > 65536 ? NOTIFYX_EVENT_MAX : 65536;
 	buf = malloc(bufsize);
 	if (!buf) {
 		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
-		notifyx_close(nx);
-		return EXIT_FAILURE;
+		status = EXIT_FAILURE;
+		goto out;
 	}
 
 	while (live > 0 && !stop_signal) {
@@ -637,6 +670,7 @@ static int cmd_watch(int argc, char **argv)
 		}
 	}
 
+out:
 	free(buf);
 	free(watches);
 	free(excludes);
