@@ -401,11 +401,12 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 	}
 	/* Events already queued in the kernel happened before this watch:
 	 * translate them now, so a shared kernel watch cannot hand them to it. */
-	if (nx->ops->process(nx) < 0)
+	if (nx->ops->process(nx) < 0 || !(w = calloc(1, sizeof(*w)))) {
+		err = errno;
+		sync_ready(nx);
+		errno = err;
 		return -1;
-
-	if (!(w = calloc(1, sizeof(*w))))
-		return -1;
+	}
 	w->wd = nx->next_wd;
 	w->events = events;
 	w->flags = flags;
@@ -432,6 +433,7 @@ fail:
 	if (w->root)
 		nx_node_free_tree(&nx->paths, w->root, NULL, NULL);
 	free_watch(w);
+	sync_ready(nx); /* what process() queued above must stay visible */
 	errno = err;
 	return -1;
 }
