@@ -59,6 +59,8 @@ for page in "$man"/*.3 "$man"/*.7; do
 	n=$((n + 1))
 	src=$tmp/$name.c
 	extract "$page" >"$src"
+	# What the program makes with mkdtemp: "/tmp/notifyx-NAME.XXXXXX".
+	tmpls=$(grep -o '"/tmp/[^"]*XXXXXX"' "$src" | sed -e 's/"//g' -e 's/XXXXXX$/*/')
 	for std in c99 c11; do
 		exe=$tmp/$name.$std
 		if [ $linked = yes ]; then
@@ -75,7 +77,7 @@ for page in "$man"/*.3 "$man"/*.7; do
 		fi
 		[ -n "$out" ] && echo "$out"
 		[ $linked = yes ] || continue
-		before=$(ls -d /tmp/notifyx-* 2>/dev/null)
+		before=$(ls -d $tmpls 2>/dev/null)
 		mkdir "$tmp/run" || exit 1
 		out=$(cd "$tmp/run" &&
 			LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -88,7 +90,7 @@ for page in "$man"/*.3 "$man"/*.7; do
 		else
 			echo "ok: $name (-std=$std)"
 		fi
-		after=$(ls -d /tmp/notifyx-* 2>/dev/null)
+		after=$(ls -d $tmpls 2>/dev/null)
 		if [ "$before" != "$after" ]; then
 			echo "FAIL: $name (-std=$std) left files behind in /tmp:"
 			echo "$after" | grep -vxF "$before" | sed 's/^/  | /'

@@ -88,5 +88,5 @@ if [ -n "$unversioned" ]; then
 	fail=1
 fi
 
-[ $fail -eq 0 ] && echo "PASS: $checked names have pages"
+[ $fail -eq 0 ] && echo "PASS: $checked checks (header functions and exported symbols): every one has a page"
 exit $fail
