@@ -448,12 +448,17 @@ int main(void)
 
 	py = NULL;
 	if (system("command -v python3 >/dev/null 2>&1") == 0) {
-		char cmd[sizeof(py_checker) + 64];
+		char cmd[2 * 4096 + 64];
 
 		/* the script goes through a file: no shell quoting to get wrong */
 		FILE *f;
-		char path[] = "/tmp/tool-escape-XXXXXX";
-		int fd = mkstemp(path);
+		const char *tmpdir = getenv("TMPDIR");
+		char path[4096];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/tool-escape-XXXXXX",
+			 tmpdir && *tmpdir ? tmpdir : "/tmp");
+		fd = mkstemp(path);
 
 		if (fd < 0 || !(f = fdopen(fd, "w"))) {
 			perror("mkstemp");

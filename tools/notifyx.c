@@ -261,10 +261,10 @@ static void report_error(const char *what, int err, uint32_t backend, int openin
 {
 	fprintf(stderr, "%s: %s: %s\n", progname, what, strerror(err));
 	if (err == ENOSPC && backend == NOTIFYX_BACKEND_INOTIFY)
-		fprintf(stderr, "%s: the inotify watch limit was reached; it is "
+		fprintf(stderr, "%s: the inotify watch limit was reached: see "
 			"/proc/sys/fs/inotify/max_user_watches\n", progname);
 	else if (err == ENOSPC && backend == NOTIFYX_BACKEND_FANOTIFY)
-		fprintf(stderr, "%s: the fanotify mark limit was reached; it is "
+		fprintf(stderr, "%s: the fanotify mark limit was reached: see "
 			"/proc/sys/fs/fanotify/max_user_marks\n", progname);
 	else if (err == EMFILE && opening &&
 		 (backend == NOTIFYX_BACKEND_INOTIFY || backend == NOTIFYX_BACKEND_AUTO))
@@ -576,7 +576,7 @@ static int cmd_watch(int argc, char **argv)
 			uint32_t b = notifyx_backend(nx);
 
 			report_error(path, err, b, 0);
-			if (err == EOPNOTSUPP) {
+			if (err == EOPNOTSUPP && (events & ~notifyx_supported_events(nx))) {
 				fprintf(stderr, "%s: the %s backend cannot report: ",
 					progname, backend_name(b));
 				put_event_list(stderr, events & ~notifyx_supported_events(nx));
