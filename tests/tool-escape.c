@@ -466,7 +466,7 @@ int main(void)
 		}
 		fputs(py_checker, f);
 		fclose(f);
-		snprintf(cmd, sizeof(cmd), "python3 %s; s=$?; rm -f %s; exit $s", path, path);
+		snprintf(cmd, sizeof(cmd), "python3 '%s'; s=$?; rm -f '%s'; exit $s", path, path);
 		py = popen(cmd, "w");
 		if (!py)
 			perror("popen python3");
