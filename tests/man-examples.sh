@@ -8,13 +8,16 @@
 # Every page of sections 3 and 7 that is not a link page must have one.
 # Exit 0 pass, 1 fail, 77 skip.
 
-srcdir=${srcdir:-.}
-top_srcdir=${top_srcdir:-$srcdir/..}
-top_builddir=${top_builddir:-$top_srcdir}
+# The serial-tests harness exports only srcdir (the top source directory,
+# since the top Makefile runs the tests) and runs tests in the top build
+# directory; top_srcdir and top_builddir may also come from the environment.
+here=$(dirname "$0")
+top_srcdir=${top_srcdir:-$here/..}
+top_builddir=${top_builddir:-.}
 CC=${CC:-cc}
 man=$top_srcdir/man
-libdir=$top_builddir/libnotifyx/.libs
-inc=$top_srcdir/include
+inc=$(cd "$top_srcdir/include" && pwd) || exit 1
+libdir=$(cd "$top_builddir" && pwd)/libnotifyx/.libs
 WARN="-Wall -Wextra -Werror -pedantic"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/man-examples.XXXXXX") || exit 1

@@ -6,8 +6,11 @@
 # "WARNING: .so is fragile" is expected for them and ignored.
 # Exit 0 pass, 1 fail, 77 skip.
 
-srcdir=${srcdir:-.}
-top_srcdir=${top_srcdir:-$srcdir/..}
+# The serial-tests harness exports only srcdir (the top source directory,
+# since the top Makefile runs the tests) and runs tests in the top build
+# directory; top_srcdir and top_builddir may also come from the environment.
+here=$(dirname "$0")
+top_srcdir=${top_srcdir:-$here/..}
 MANDOC=${MANDOC:-mandoc}
 
 if ! command -v "$MANDOC" >/dev/null 2>&1; then

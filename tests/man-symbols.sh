@@ -5,9 +5,12 @@
 # A link page (".so man3/X.3") must point at a page that exists.
 # Exit 0 pass, 1 fail, 77 skip.
 
-srcdir=${srcdir:-.}
-top_srcdir=${top_srcdir:-$srcdir/..}
-top_builddir=${top_builddir:-$top_srcdir}
+# The serial-tests harness exports only srcdir (the top source directory,
+# since the top Makefile runs the tests) and runs tests in the top build
+# directory; top_srcdir and top_builddir may also come from the environment.
+here=$(dirname "$0")
+top_srcdir=${top_srcdir:-$here/..}
+top_builddir=${top_builddir:-.}
 man=$top_srcdir/man
 header=$top_srcdir/include/notifyx.h
 lib=$top_builddir/libnotifyx/.libs/libnotifyx.so
