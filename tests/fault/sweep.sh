@@ -1,0 +1,158 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Fault-injection sweep: runs tests/fault/scenario under the shim
+# (tests/fault/libfaultshim.so) with FAULT_N = 1, 2, ... until a run counts
+# fewer calls than N, for each errno profile below, and prints one line per
+# run: N, the kind of call that failed, its site in the library (addr2line),
+# the errno, and the outcome (where the fault surfaced: which public call,
+# and how).  Builds nothing: everything is taken from $top_builddir.
+#
+# A run fails on: the scenario's own verdict (undocumented errno, handle
+# unusable or inconsistent afterwards, OVERFLOW/ERROR without a fault, an
+# event after IGNORED, descriptors or library memory left after close), a
+# crash, or a hang (timeout).
+#
+# Environment:
+#   SWEEP_PROFILES   names of profiles to run (default: all)
+#   SWEEP_VALGRIND=1 run each scenario under valgrind --leak-check=full too
+#                    (slow: about a second a run)
+#   SWEEP_TIMEOUT    seconds per run (default 30)
+#   SWEEP_MAX_N      safety bound on N (default 2000)
+#   SWEEP_VERBOSE=1  print the scenario's messages for every run, not only failures
+# Exit status: 0 when every run passed, 1 otherwise, 77 when the shim or the
+# scenario is not built or inotify is unavailable.
+
+top_builddir=${top_builddir:-.}
+shim=$top_builddir/tests/fault/.libs/libfaultshim.so
+scenario=$top_builddir/tests/fault/scenario
+lib=$(ls "$top_builddir"/libnotifyx/.libs/libnotifyx.so.*.*.* 2>/dev/null | head -n 1)
+timeout_s=${SWEEP_TIMEOUT:-30}
+max_n=${SWEEP_MAX_N:-2000}
+
+if [ ! -f "$shim" ] || [ ! -x "$scenario" ]; then
+	echo "SKIP: $shim or $scenario not built (make check builds them)"
+	exit 77
+fi
+if [ ! -d /proc/sys/fs/inotify ]; then
+	echo "SKIP: no inotify here"
+	exit 77
+fi
+
+# name | FAULT_KINDS | FAULT_ERRNO | FAULT_COUNT
+# default: every kind, with the errno each has by default in shim.c (ENOMEM
+#   for allocations, EMFILE for calls that make descriptors, ENOSPC for
+#   inotify_add_watch, EIO for reads of the inotify descriptor, EAGAIN for
+#   reads and writes of the eventfd and timerfd, ...)
+# eintr, eagain: the kernel reads interrupted or finding nothing
+# io: errors that concern one directory rather than a resource
+# double: two consecutive calls fail (a failure while handling a failure)
+profiles='default|||1
+eintr|read|EINTR|1
+eagain|read|EAGAIN|1
+io|open,getdents64,inotify_add_watch,stat,lstat,fstat|open=EACCES,getdents64=EIO,inotify_add_watch=EACCES,stat=EACCES,lstat=EACCES,fstat=EIO|1
+double|||2'
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nxsweep.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp"
+
+site_of() { # address -> "function (file:line)"
+	if [ -n "$lib" ] && command -v addr2line >/dev/null 2>&1; then
+		addr2line -f -s -e "$lib" "$1" 2>/dev/null | {
+			read -r fn
+			read -r where
+			echo "$fn ($where)"
+		}
+	else
+		echo "$1"
+	fi
+}
+
+total=0
+bad=0
+failures=$tmp/failures
+: >"$failures"
+
+for p in $(echo "$profiles" | tr ' ' '_'); do
+	name=$(echo "$p" | cut -d'|' -f1)
+	kinds=$(echo "$p" | cut -d'|' -f2)
+	errs=$(echo "$p" | cut -d'|' -f3)
+	count=$(echo "$p" | cut -d'|' -f4)
+	if [ -n "${SWEEP_PROFILES:-}" ]; then
+		case " $SWEEP_PROFILES " in *" $name "*) ;; *) continue ;; esac
+	fi
+	echo "== profile $name: FAULT_KINDS=${kinds:-all} FAULT_ERRNO=${errs:-default} FAULT_COUNT=$count"
+	printf '%5s  %-28s %-8s %-44s %s\n' N kind errno site outcome
+	n=1
+	pok=0
+	pbad=0
+	while [ "$n" -le "$max_n" ]; do
+		rep=$tmp/report
+		: >"$rep"
+		set -- "$scenario"
+		if [ "${SWEEP_VALGRIND:-0}" = 1 ]; then
+			# nouserintercepts: valgrind replaces libc's allocator only,
+			# so the shim's malloc and free stay in front of it.
+			set -- valgrind -q --soname-synonyms=somalloc=nouserintercepts \
+				--leak-check=full --errors-for-leak-kinds=definite,indirect \
+				--error-exitcode=1 "$@"
+		fi
+		LD_PRELOAD=$shim FAULT_N=$n FAULT_COUNT=$count FAULT_KINDS=$kinds FAULT_ERRNO=$errs \
+			FAULT_REPORT=$rep timeout -s KILL "$timeout_s" "$@" >"$tmp/out" 2>"$tmp/err"
+		rc=$?
+		counted=$(sed -n 's/^counted=\([0-9]*\).*/\1/p' "$rep" | tail -n 1)
+		inj=$(grep -m1 '^inject ' "$rep")
+		kind=$(echo "$inj" | sed -n 's/.* kind=\([^ ]*\).*/\1/p')
+		err=$(echo "$inj" | sed -n 's/.* errno=\([^ ]*\).*/\1/p')
+		addr=$(echo "$inj" | sed -n 's/.* site=\([^ ]*\).*/\1/p')
+		result=$(sed -n 's/^RESULT //p' "$tmp/out" | tail -n 1)
+		if [ -z "$inj" ]; then
+			# N is past the last counted call: this run injected nothing.
+			if [ "$rc" -ne 0 ]; then
+				echo "  N=$n without injection: rc=$rc" >>"$failures"
+				sed 's/^/    /' "$tmp/err" >>"$failures"
+				bad=$((bad + 1))
+				pbad=$((pbad + 1))
+			fi
+			total=$((total + 1))
+			echo "   (N=$n: no call left to fail, ${counted:-?} counted; clean run rc=$rc)"
+			break
+		fi
+		site=$(site_of "$addr")
+		case $rc in
+		0) outcome=$result ;;
+		1) outcome="$result" ;;
+		137) outcome="HANG (killed after ${timeout_s}s)" ;;
+		*) outcome="CRASH rc=$rc ${result}" ;;
+		esac
+		[ -z "$outcome" ] && outcome="rc=$rc (no RESULT line)"
+		printf '%5s  %-28s %-8s %-44s %s\n' "$n" "$kind" "$err" "$site" "$outcome"
+		total=$((total + 1))
+		if [ "$rc" -ne 0 ]; then
+			bad=$((bad + 1))
+			pbad=$((pbad + 1))
+			{
+				echo "  profile=$name FAULT_N=$n FAULT_COUNT=$count FAULT_KINDS=$kinds FAULT_ERRNO=$errs: $kind $err at $site: $outcome"
+				sed 's/^/    /' "$tmp/err" | head -n 20
+			} >>"$failures"
+		else
+			pok=$((pok + 1))
+			if [ "${SWEEP_VERBOSE:-0}" = 1 ]; then sed 's/^/    /' "$tmp/err"; fi
+		fi
+		if [ -n "$counted" ] && [ "$counted" -lt "$n" ]; then
+			break
+		fi
+		n=$((n + 1))
+	done
+	echo "   profile $name: $pok passed, $pbad failed"
+done
+
+echo
+echo "== $total runs, $bad failed"
+if [ "$bad" -gt 0 ]; then
+	echo "Failures (reproduce: LD_PRELOAD=$shim FAULT_N=.. FAULT_COUNT=.. FAULT_KINDS=.. FAULT_ERRNO=.. $scenario):"
+	cat "$failures"
+	exit 1
+fi
+exit 0
