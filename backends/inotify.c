@@ -74,7 +74,7 @@ bool nx_inotify_decode(const char *buf, size_t len, size_t pos, struct inrec *r)
 {
 	struct inotify_event ev;
 
-	if (len - pos < sizeof(ev))
+	if (pos > len || len - pos < sizeof(ev))
 		return false;
 	memcpy(&ev, buf + pos, sizeof(ev));
 	if (ev.len > len - pos - sizeof(ev))

@@ -205,8 +205,4 @@ bool nx_match_exclude(char *const *patterns, uint32_t n, const char *path, const
 int nx_epoll_add(struct notifyx *nx, int fd);
 uint64_t nx_now_ns(void);
 
-/* ---- mask translation and names ---- */
-
-const char *nx_event_name(uint32_t mask);
-
 #endif /* NX_H */

@@ -14,13 +14,15 @@ static uint64_t child_key(const struct nx_node *parent, const char *name, size_t
 	return nx_hash(name, len, (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ULL);
 }
 
+static char root_name[] = "";
+
 struct nx_node *nx_node_new_root(struct nx_watch *w)
 {
 	struct nx_node *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return NULL;
-	n->name = (char *)"";
+	n->name = root_name;
 	n->watch = w;
 	return n;
 }
@@ -184,7 +186,7 @@ void nx_node_free_tree(struct nx_paths *t, struct nx_node *n,
 			hash_out(t, cur);
 			unlink_child(cur);
 		}
-		if (cur->name_len)
+		if (cur->name != root_name)
 			free(cur->name);
 		free(cur);
 		cur = up;

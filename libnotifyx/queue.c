@@ -71,7 +71,8 @@ struct notifyx_event *nx_queue_push(struct nx_queue *q, int32_t wd, uint32_t mas
 	ev->error = error;
 	ev->path_len = (uint32_t)path_len;
 	ev->old_path_len = (uint32_t)old_len;
-	memcpy(ev->names, path, path_len);
+	if (path_len)
+		memcpy(ev->names, path, path_len);
 	ev->names[path_len] = '\0';
 	char *end = ev->names + path_len + 1;
 	if (old_len) {
