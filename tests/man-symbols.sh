@@ -3,6 +3,7 @@
 # Every symbol the built shared library exports, and every notifyx_*
 # function declared in the public header, has a man page man/SYMBOL.3.
 # A link page (".so man3/X.3") must point at a page that exists.
+# The SYNOPSIS of each page shows the header's prototypes word for word.
 # Exit 0 pass, 1 fail, 77 skip.
 
 # The serial-tests harness exports only srcdir (the top source directory,
@@ -18,6 +19,8 @@ NM=${NM_PROG:-nm}
 
 fail=0
 checked=0
+tmpfail=$(mktemp "${TMPDIR:-/tmp}/man-symbols.XXXXXX") || exit 1
+trap 'rm -f "$tmpfail"' EXIT HUP INT TERM
 
 need_page() { # symbol, where it came from
 	checked=$((checked + 1))
@@ -56,6 +59,57 @@ fi
 for f in $funcs; do
 	need_page "$f" "declared in include/notifyx.h"
 done
+
+# Each prototype in the header appears, word for word (white space aside),
+# in the SYNOPSIS of its page (needs mandoc to render the page).
+MANDOC=${MANDOC:-mandoc}
+if command -v "$MANDOC" >/dev/null 2>&1 && command -v col >/dev/null 2>&1; then
+	protos=$(grep -v '^[[:space:]]*#' "$header" | awk '
+		{ buf = buf $0 " " }
+		END {
+			n = length(buf); i = 1; out = ""
+			while (i <= n) {
+				if (substr(buf, i, 2) == "/*") {
+					j = index(substr(buf, i + 2), "*/")
+					if (j == 0)
+						break
+					i += j + 3
+					continue
+				}
+				out = out substr(buf, i, 1)
+				i++
+			}
+			gsub(/[;{}]/, "\n", out)
+			print out
+		}' | grep '[*[:space:]]notifyx_[a-z0-9_]*(' |
+		sed -e 's/static inline//' -e 's/[[:space:]][[:space:]]*/ /g' \
+		    -e 's/^ //' -e 's/ $//' -e 's/( /(/g' -e 's/ )/)/g' -e 's/\* /*/g')
+	echo "$protos" | while IFS= read -r proto; do
+		[ -n "$proto" ] || continue
+		f=$(echo "$proto" | sed 's/^.*[* ]\(notifyx_[a-z0-9_]*\)(.*$/\1/')
+		page=$man/$f.3
+		[ -f "$page" ] || continue  # reported above
+		first=$(sed -n '1p' "$page")
+		case $first in
+		.so\ *) page=$man/${first##*/} ;;
+		esac
+		[ -f "$page" ] || continue
+		syn=$("$MANDOC" -Tascii "$page" 2>/dev/null | col -b |
+			awk '/^SYNOPSIS/ { on = 1; next } /^[A-Z]/ { on = 0 } on' |
+			tr '\n' ' ' | sed -e 's/[[:space:]][[:space:]]*/ /g' -e 's/( /(/g' -e 's/ )/)/g' \
+			    -e 's/\* /*/g')
+		case $syn in
+		*"$proto;"*) ;;
+		*)
+			echo "FAIL: the SYNOPSIS of ${page##*/} lacks: $proto;"
+			echo 1 >"$tmpfail"
+			;;
+		esac
+	done
+else
+	echo "note: mandoc or col(1) not found: synopses not compared with the header"
+fi
+[ -s "$tmpfail" ] && fail=1
 
 if [ ! -f "$lib" ]; then
 	echo "SKIP (library part): $lib not built; header functions checked: $checked"
