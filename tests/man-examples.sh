@@ -35,6 +35,12 @@ else
 	TIMEOUT=
 fi
 
+if command -v flock >/dev/null 2>&1 && exec 9</tmp; then
+	lock=yes
+else
+	lock=
+fi
+
 extract() { # page -> C source on stdout
 	sed -n '/^\.\\" EXAMPLE BEGIN/,/^\.\\" EXAMPLE END/p' "$1" |
 		sed -e '1d' -e '$d' -e 's/\\&//g' -e 's/\\e/\\/g'
@@ -80,6 +86,10 @@ for page in "$man"/*.3 "$man"/*.7; do
 		fi
 		[ -n "$out" ] && echo "$out"
 		[ $linked = yes ] || continue
+		# Runs of this script in other build trees make the same names
+		# in /tmp: take turns, so that the check of what is left behind
+		# sees only this run's.
+		[ -n "$lock" ] && flock -w 300 9
 		before=$(ls -d $tmpls 2>/dev/null)
 		mkdir "$tmp/run" || exit 1
 		out=$(cd "$tmp/run" &&
@@ -99,6 +109,7 @@ for page in "$man"/*.3 "$man"/*.7; do
 			echo "$after" | grep -vxF "$before" | sed 's/^/  | /'
 			fail=1
 		fi
+		[ -n "$lock" ] && flock -u 9
 		if [ -n "$(ls -A "$tmp/run")" ]; then
 			echo "FAIL: $name (-std=$std) left files in its working directory"
 			fail=1
