@@ -18,6 +18,7 @@
  * (default 1000), so that a watcher that keeps reading is not overrun (the
  * inotify queue holds 16384 events); -p 0 runs flat out.
  *
+ * -O create,exchange,... runs only the operations named (see ops[] below).
  * -v prints every operation on stdout, in a form that reads as shell commands,
  * to find the sequence that breaks a watcher.  A summary goes to stderr.
  * Exit status 0, or 1 when TREE or OUTSIDE cannot be used.
@@ -438,7 +439,7 @@ static int op_symlink(void)
 	return check(symlink(t, p), "symlink", p);
 }
 
-static const struct {
+static struct {
 	const char *name;
 	int (*run)(void);
 	unsigned weight;
@@ -472,7 +473,7 @@ static void trim_outside(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: churn [-v] [-x] [-s SEED] [-n OPS] [-k EVERY] [-p USEC] "
-		"TREE OUTSIDE\n");
+		"[-O OP,...] TREE OUTSIDE\n");
 	exit(2);
 }
 
@@ -492,11 +493,13 @@ int main(int argc, char **argv)
 {
 	unsigned long nops = 1000, every = 10, pause_us = 1000, i;
 	unsigned total = 0, k;
+	const char *only = NULL;
 	struct stat st;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "k:n:p:s:vx")) != -1) {
+	while ((opt = getopt(argc, argv, "k:n:O:p:s:vx")) != -1) {
 		switch (opt) {
+		case 'O': only = optarg; break;
 		case 'k': every = number(optarg); break;
 		case 'n': nops = number(optarg); break;
 		case 'p': pause_us = number(optarg); break;
@@ -516,8 +519,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rng_state = seed;
-	for (k = 0; k < NOPS; k++)
+	for (k = 0; k < NOPS; k++) {
+		if (only) {
+			/* -O: only the operations listed keep their weight */
+			size_t n = strlen(ops[k].name);
+			const char *p = only;
+
+			while ((p = strstr(p, ops[k].name)) != NULL &&
+			       !((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')))
+				p++;
+			if (!p)
+				ops[k].weight = 0;
+		}
 		total += ops[k].weight;
+	}
+	if (!total) {
+		fprintf(stderr, "churn: no operation left by -O %s\n", only);
+		usage();
+	}
 
 	for (i = 0; i < nops; i++) {
 		int tries;
