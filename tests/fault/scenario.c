@@ -4,8 +4,8 @@
  * tests/fault/shim.c, once for each N).
  *
  * Phase A, with injection enabled: open a handle (inotify, non-blocking),
- * add a recursive watch with NOTIFYX_WATCH_LIST on a tree (by a relative
- * path, so that getcwd is involved), make creations, renames, moves in and
+ * exclude "*.skip", add a recursive watch with NOTIFYX_WATCH_LIST on a tree
+ * (by a relative path, so that getcwd is involved), make creations, renames, moves in and
  * out and deletions in it, read the events until a sentinel file's CREATE
  * arrives, check that the events describe the tree (the "Mirroring a tree"
  * rules of notifyx(7)), remove the watch and read up to its IGNORED.
@@ -246,6 +246,14 @@ static void m_clear(struct mirror *m)
 	m->n = m->cap = 0;
 }
 
+/* Entries matching the handle's exclude pattern "*.skip" (any component). */
+static bool skipped(const char *p)
+{
+	const char *s = strstr(p, ".skip");
+
+	return s && (s[5] == '\0' || s[5] == '/');
+}
+
 /* ---- the tree on disk ---- */
 
 static struct mirror disk;
@@ -253,7 +261,7 @@ static size_t disk_skip;
 
 static int disk_entry(const char *p, const struct stat *sb, int type, struct FTW *ftw)
 {
-	if (ftw->level > 0)
+	if (ftw->level > 0 && !skipped(p + disk_skip))
 		m_add(&disk, p + disk_skip, S_ISDIR(sb->st_mode));
 	return 0;
 }
@@ -327,6 +335,8 @@ static void apply(const struct notifyx_event *ev)
 		return;
 	}
 	m->events++;
+	if (skipped(p) || (ev->old_path_len && skipped(notifyx_event_old_path(ev))))
+		fail("event %#x of %s on wd %d: excluded by \"*.skip\"", ev->mask, p, ev->wd);
 	switch (ev->mask) {
 	case NOTIFYX_CREATE:
 	case NOTIFYX_MOVED_IN:
@@ -518,6 +528,29 @@ static struct notifyx *open_handle(void)
 	return h;
 }
 
+static const int exclude_errs[] = { ENOMEM, 0 };
+
+static void exclude(const char *pattern)
+{
+	int r, err;
+
+	call_begin();
+	r = notifyx_exclude(nx, pattern);
+	err = errno;
+	call_end("exclude", r == 0, err);
+	if (r == 0)
+		return;
+	if (!in_list(err, exclude_errs))
+		fail("notifyx_exclude: undocumented errno %s (injected: %s %s)", ename(err),
+		     last_kind(), ename(last_errno()));
+	disable();
+	r = notifyx_exclude(nx, pattern);
+	err = errno;
+	enable();
+	if (r < 0)
+		fail("notifyx_exclude fails again with injection disabled: %s", ename(err));
+}
+
 static int add_watch(struct mirror *m, bool counted)
 {
 	int wd, err;
@@ -584,6 +617,7 @@ int main(void)
 	touch("t/a/b/f0");
 	touch("t/c/f1");
 	touch("t/top");
+	touch("t/a/x.skip");
 	must(mkdir("out", 0755), "mkdir");
 	must(mkdir("out/in1", 0755), "mkdir");
 	touch("out/in1/g");
@@ -592,6 +626,7 @@ int main(void)
 	/* ---- phase A: under injection ---- */
 	enable();
 	nx = open_handle();
+	exclude("*.skip");
 	if (add_watch(&mA, true) < 0) {
 		/* Phase B still checks the handle. */
 		mA.ended = true;
@@ -612,6 +647,10 @@ int main(void)
 		touch("t/d1/g1");
 		must(mkdir("t/d1/e", 0755), "mkdir");
 		touch("t/d1/e/g2");
+		touch("t/y.skip");
+		must(mkdir("t/d.skip", 0755), "mkdir");
+		touch("t/d.skip/h");
+		must(rename("t/y.skip", "t/a/y.skip"), "rename");
 		must(rename("t/n1", "t/a/n2"), "rename");
 		must(rename("t/d1", "t/a/b/d2"), "rename");
 		must(rename("out/in1", "t/in1"), "rename");
