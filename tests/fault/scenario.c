@@ -618,6 +618,8 @@ int main(void)
 	touch("t/c/f1");
 	touch("t/top");
 	touch("t/a/x.skip");
+	must(mkdir("t/r1", 0755), "mkdir");
+	touch("t/r1/k");
 	must(mkdir("out", 0755), "mkdir");
 	must(mkdir("out/in1", 0755), "mkdir");
 	touch("out/in1/g");
@@ -651,6 +653,7 @@ int main(void)
 		must(mkdir("t/d.skip", 0755), "mkdir");
 		touch("t/d.skip/h");
 		must(rename("t/y.skip", "t/a/y.skip"), "rename");
+		must(rename("t/r1", "t/a/r2"), "rename"); /* a directory the library knows */
 		must(rename("t/n1", "t/a/n2"), "rename");
 		must(rename("t/d1", "t/a/b/d2"), "rename");
 		must(rename("out/in1", "t/in1"), "rename");
