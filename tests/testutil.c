@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -695,4 +696,193 @@ int *tu_fds(size_t *n)
 	qsort(v, c, sizeof *v, cmp_int);
 	*n = c;
 	return v;
+}
+
+/* ---- fixtures ---- */
+
+int tu_setup(void **state)
+{
+	struct tu_fix *f = calloc(1, sizeof *f);
+
+	assert_non_null(f);
+	f->dir = tu_mkdtemp();
+	f->nx = tu_open(NOTIFYX_NONBLOCK, 0);
+	if (!f->nx) {
+		print_error("notifyx_open failed: %s (%s)\n", strerrorname_np(errno), strerror(errno));
+		tu_rm_rf(f->dir);
+		free(f->dir);
+		free(f);
+		return -1;
+	}
+	tu_log_init(&f->log, f->nx);
+	*state = f;
+	return 0;
+}
+
+int tu_teardown(void **state)
+{
+	struct tu_fix *f = *state;
+	int i;
+
+	if (!f)
+		return 0;
+	tu_log_free(&f->log);
+	if (f->nx)
+		notifyx_close(f->nx);
+	tu_watches_restore();
+	for (i = f->nmnt - 1; i >= 0; i--)
+		umount2(f->mnt[i], MNT_DETACH); /* EINVAL if the test unmounted it */
+	tu_rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	*state = NULL;
+	return 0;
+}
+
+void tu_require_events(struct notifyx *nx, uint32_t mask)
+{
+	uint32_t sup = notifyx_supported_events(nx);
+
+	if ((mask & sup) != mask) {
+		print_message("[ SKIP     ] the %s backend does not deliver %s\n",
+			      notifyx_backend_name(notifyx_backend(nx)), tu_mask_str(mask & ~sup));
+		skip();
+	}
+}
+
+void tu_require_root(const char *why)
+{
+	if (geteuid() != 0) {
+		print_message("[ SKIP     ] needs root: %s\n", why);
+		skip();
+	}
+}
+
+void tu_require_inotify(struct notifyx *nx, const char *why)
+{
+	if (notifyx_backend(nx) != NOTIFYX_BACKEND_INOTIFY) {
+		print_message("[ SKIP     ] inotify only (backend is %s): %s\n",
+			      notifyx_backend_name(notifyx_backend(nx)), why);
+		skip();
+	}
+}
+
+const char *tu_mount_tmpfs(struct tu_fix *f, const char *rel)
+{
+	char *m;
+
+	assert_true(f->nmnt < 4);
+	m = f->mnt[f->nmnt];
+	snprintf(m, sizeof f->mnt[0], "%s/%s", f->dir, rel);
+	if (mkdir(m, 0755) < 0 && errno != EEXIST)
+		fail_msg("mkdir %s: %s", m, strerror(errno));
+	if (mount("notifyx-test", m, "tmpfs", 0, "size=4m") < 0) {
+		print_message("[ SKIP     ] cannot mount a tmpfs on %s: %s\n", m, strerror(errno));
+		skip();
+	}
+	f->nmnt++;
+	/* Keep the mount to ourselves: nothing propagates to other namespaces. */
+	mount(NULL, m, NULL, MS_PRIVATE, NULL);
+	return m;
+}
+
+#define WATCHES_FILE "/proc/sys/fs/inotify/max_user_watches"
+static long saved_watches = -1;
+
+long tu_watches_get(void)
+{
+	FILE *fp = fopen(WATCHES_FILE, "re");
+	long v = -1;
+
+	if (!fp)
+		fail_msg("%s: %s", WATCHES_FILE, strerror(errno));
+	if (fscanf(fp, "%ld", &v) != 1)
+		v = -1;
+	fclose(fp);
+	return v;
+}
+
+static int watches_write(long v)
+{
+	FILE *fp = fopen(WATCHES_FILE, "we");
+	int ok;
+
+	if (!fp)
+		return -1;
+	ok = fprintf(fp, "%ld\n", v) > 0;
+	ok = (fclose(fp) == 0) && ok;
+	return ok ? 0 : -1;
+}
+
+static void watches_atexit(void)
+{
+	tu_watches_restore();
+}
+
+void tu_watches_set(long v)
+{
+	static int registered;
+
+	if (saved_watches < 0) {
+		saved_watches = tu_watches_get();
+		if (!registered) {
+			atexit(watches_atexit);
+			registered = 1;
+		}
+	}
+	if (watches_write(v) < 0)
+		fail_msg("cannot write %ld to %s: %s", v, WATCHES_FILE, strerror(errno));
+}
+
+void tu_watches_restore(void)
+{
+	if (saved_watches >= 0) {
+		if (watches_write(saved_watches) < 0)
+			fprintf(stderr, "warning: cannot restore %s to %ld: %s\n", WATCHES_FILE,
+				saved_watches, strerror(errno));
+		saved_watches = -1;
+	}
+}
+
+long tu_inotify_usage(void)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *pe;
+	long n = 0;
+	uid_t me = geteuid();
+
+	if (!proc)
+		fail_msg("opendir /proc: %s", strerror(errno));
+	while ((pe = readdir(proc))) {
+		char p[300], line[512];
+		DIR *fdd;
+		struct dirent *fe;
+		struct stat st;
+
+		if (pe->d_name[0] < '0' || pe->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof p, "/proc/%s", pe->d_name);
+		if (stat(p, &st) < 0 || st.st_uid != me)
+			continue;
+		snprintf(p, sizeof p, "/proc/%s/fdinfo", pe->d_name);
+		if (!(fdd = opendir(p)))
+			continue;
+		while ((fe = readdir(fdd))) {
+			char q[600];
+			FILE *fp;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(q, sizeof q, "%s/%s", p, fe->d_name);
+			if (!(fp = fopen(q, "re")))
+				continue;
+			while (fgets(line, sizeof line, fp))
+				if (!strncmp(line, "inotify wd:", 11))
+					n++;
+			fclose(fp);
+		}
+		closedir(fdd);
+	}
+	closedir(proc);
+	return n;
 }

@@ -169,4 +169,35 @@ int *tu_fds(size_t *n);
 long tu_now_ms(void);
 void tu_sleep_ms(int ms);
 
+/* ---- fixtures (cmocka setup/teardown) ----
+ * tu_setup: a temporary directory and a non-blocking handle on tu_backend
+ * with a log.  tu_teardown closes the handle, unmounts what tu_mount_tmpfs
+ * mounted, restores max_user_watches if a test lowered it, and removes the
+ * directory -- also after a failed test. */
+struct tu_fix {
+	char *dir;
+	struct notifyx *nx;
+	struct tu_log log;
+	char mnt[4][4096];
+	int nmnt;
+};
+int tu_setup(void **state);
+int tu_teardown(void **state);
+/* Skip the test (printing why) unless the handle's backend supports every bit of mask. */
+void tu_require_events(struct notifyx *nx, uint32_t mask);
+/* Skip the test (printing why) unless running as root. */
+void tu_require_root(const char *why);
+/* Skip unless the handle's backend is inotify. */
+void tu_require_inotify(struct notifyx *nx, const char *why);
+/* Mount a private tmpfs on dir/rel (created); unmounted in teardown if still there. */
+const char *tu_mount_tmpfs(struct tu_fix *f, const char *rel);
+
+/* /proc/sys/fs/inotify/max_user_watches: read, lower (restored by
+ * tu_watches_restore, by tu_teardown and at exit), and the number of inotify
+ * watches this user holds now (all processes). */
+long tu_watches_get(void);
+void tu_watches_set(long v);
+void tu_watches_restore(void);
+long tu_inotify_usage(void);
+
 #endif /* NOTIFYX_TESTUTIL_H */
