@@ -633,10 +633,11 @@ void tu_symlink(const char *target, const char *path)
 
 static char *next_buf(void)
 {
-	static char bufs[16][PATH_MAX];
+	/* Many: callers keep results across a few other calls. */
+	static char bufs[64][PATH_MAX];
 	static unsigned k;
 
-	return bufs[k++ % 16];
+	return bufs[k++ % 64];
 }
 
 const char *tu_path(const char *dir, const char *rel)

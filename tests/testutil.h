@@ -159,7 +159,7 @@ void tu_rename(const char *from, const char *to);
 void tu_unlink(const char *path);
 void tu_rmdir(const char *path);
 void tu_symlink(const char *target, const char *path);
-/* Join into one of a few rotating static buffers. */
+/* Join into one of 64 rotating static buffers (copy what must live longer). */
 const char *tu_path(const char *dir, const char *rel);
 const char *tu_fmt(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
 
