@@ -309,8 +309,11 @@ static void rename_inside(void **state)
 	tu_touch(tu_path(f->dir, "a"));
 	wd = tu_add(&f->log, f->dir, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
 	cd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_DELETE, NOTIFYX_WATCH_RECURSIVE);
+	/* One step at a time, so that scanning backends see each state. */
 	tu_rename(tu_path(f->dir, "a"), tu_path(f->dir, "b"));
+	TU_WAIT(&f->log, wd, NOTIFYX_RENAME, "b");
 	tu_rename(tu_path(f->dir, "b"), tu_path(f->dir, "x/c"));
+	TU_WAIT(&f->log, wd, NOTIFYX_RENAME, "x/c");
 	tu_rename(tu_path(f->dir, "x"), tu_path(f->dir, "y/z")); /* a directory */
 	TU_WAIT(&f->log, wd, NOTIFYX_RENAME, "y/z");
 	tu_settle(&f->log);
