@@ -31,6 +31,7 @@ if [ "$mode" = fuzz ] && [ $# -ge 1 ]; then
 fi
 CC=${CC:-clang}
 mkdir -p "$B/gen" "$B/tmp"
+rm -rf "$B"/tmp/nx-fuzz-* # trees left by runs that crashed
 B=$(cd "$B" && pwd)
 
 all_targets=
@@ -101,7 +102,7 @@ regress() {
 	[ -n "$files" ] || return 0
 	n=$(printf '%s\n' "$files" | wc -l)
 	# shellcheck disable=SC2086
-	if "$B/$t" -runs=1 -timeout=60 $files >"$B/$t.regress.log" 2>&1; then
+	if "$B/$t" -runs=1 -timeout=10 $files >"$B/$t.regress.log" 2>&1; then
 		echo "PASS: $t: $n regression input(s)"
 	else
 		echo "FAIL: $t: regression inputs (log: $B/$t.regress.log)"
