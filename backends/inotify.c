@@ -44,6 +44,14 @@ struct kwatch {
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 };
 
+/* A directory that appeared where the library could not reach it yet. */
+struct deferred {
+	struct nx_node *node;
+	char *name;
+	bool report;
+	int tries;
+};
+
 struct ino {
 	int fd;
 	int timerfd;
@@ -59,7 +67,9 @@ struct ino {
 	struct nx_node *graveyard; /* unlinked subtrees, freed after processing */
 	struct nx_node **vec[2];   /* scratch lists of subscribers */
 	size_t vec_cap[2];
-	char path[2][PATH_MAX];
+	struct deferred *deferred;
+	size_t ndeferred, deferred_cap;
+	char path[3][PATH_MAX]; /* [0], [1]: event paths; [2]: a walk's relative path */
 	_Alignas(8) char buf[READ_BUF];
 };
 
@@ -256,22 +266,34 @@ static bool sup_take(struct ino *in, const void *obj, const char *name, size_t l
 	return true;
 }
 
-/* ---- walking new directories ---- */
+/* The path of n's entry name, relative to the watch root, in in->path[i]. */
+static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+			 int i)
+{
+	size_t d = nx_node_path(n, in->path[i], PATH_MAX);
+
+	return d == SIZE_MAX ? SIZE_MAX : nx_join(in->path[i], PATH_MAX, in->path[i], d, name, nlen);
+}
+
+/* ---- walking new directories ----
+ *
+ * A directory is opened relative to its parent's descriptor, never by a path
+ * built from the path table: the table lags behind the filesystem by the
+ * events not read yet, and a stale path could lead to another directory. */
 
 struct walk {
 	struct notifyx *nx;
 	struct nx_node *dir;
-	char *path;      /* absolute path of dir; the relative part starts at rel */
-	size_t len, rel;
+	const char *rel; /* path of dir relative to the root */
+	size_t rel_len;
 	bool report;     /* report entries as SYNTHETIC CREATEs */
 	char *subdirs;   /* names of subdirectories, NUL-separated */
 	size_t sub_len, sub_cap;
 };
 
-static const char *rel_of(const struct walk *wk)
-{
-	return wk->rel <= wk->len ? wk->path + wk->rel : "";
-}
+/* Deeper than this, a walk closes each directory before entering its
+ * subdirectories and opens them by path, so it cannot run out of descriptors. */
+#define WALK_FD_DEPTH 128
 
 static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
 {
@@ -284,8 +306,7 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	struct notifyx *nx = wk->nx;
 	struct nx_watch *w = wk->dir->watch;
 	char *child = ino_of(nx)->path[1];
-	const char *rel = rel_of(wk);
-	size_t clen = nx_join(child, PATH_MAX, rel, strlen(rel), name, len);
+	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
 
 	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
 		return 0;
@@ -310,33 +331,117 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	return 0;
 }
 
+/* Builds the absolute path of node n's entry name into in->path[0];
+ * returns its length, or SIZE_MAX when it does not fit. */
+static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen)
+{
+	const struct nx_watch *w = n->watch;
+	char *p = in->path[0];
+	size_t rel = w->abspath_len + 1, dlen, len;
+
+	if (rel >= PATH_MAX)
+		return SIZE_MAX;
+	memcpy(p, w->abspath, w->abspath_len);
+	p[w->abspath_len] = '/';
+	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
+	if (dlen == SIZE_MAX)
+		return SIZE_MAX;
+	len = nx_join(p + rel, PATH_MAX - rel, p + rel, dlen, name, nlen);
+	return len == SIZE_MAX ? SIZE_MAX : rel + len;
+}
+
+/* Opens the directory of node n (O_PATH), making sure through its kernel
+ * watch that the path still leads to it.  ESTALE when it leads elsewhere. */
+static int open_node(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+	struct kwatch *kw = n->kref;
+	char kpath[32];
+	int fd, kwd;
+
+	if (!kw) {
+		errno = ESTALE;
+		return -1;
+	}
+	if (!n->parent)
+		fd = open(n->watch->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	else
+		fd = open(in->path[0], O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || !in->proc_fd)
+		return fd;
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	kwd = inotify_add_watch(in->fd, kpath, kw->kmask | IN_MASK_ADD);
+	if (kwd == kw->kwd)
+		return fd;
+	if (kwd >= 0 && !nx_map_get(&in->kwatches, (uint64_t)kwd))
+		inotify_rm_watch(in->fd, kwd); /* a directory we do not watch */
+	close(fd);
+	errno = ESTALE;
+	return -1;
+}
+
+/* Opens directory name of node n for listing: relative to pfd, or by path
+ * when pfd is -1. */
+static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
+
+	if (n->parent || (n->watch->flags & NOTIFYX_WATCH_NOFOLLOW))
+		flags |= O_NOFOLLOW;
+	if (pfd >= 0 || !n->parent)
+		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
+	if (abs_path(ino_of(nx), n->parent, n->name, n->name_len) == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	return open(ino_of(nx)->path[0], flags);
+}
+
+/* Watches the directory open at fd, node n. */
+static int attach_fd(struct notifyx *nx, struct nx_node *n, int fd)
+{
+	struct ino *in = ino_of(nx);
+	char kpath[32];
+
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if (in->proc_fd) {
+		if (attach(in, n, kpath, IN_ONLYDIR) == 0 || errno != ENOENT)
+			return n->kref ? 0 : -1;
+		in->proc_fd = false; /* no /proc here: watch by path */
+	}
+	if (!n->parent)
+		return attach(in, n, n->watch->abspath, IN_ONLYDIR);
+	if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	return attach(in, n, in->path[0], IN_ONLYDIR | IN_DONT_FOLLOW);
+}
+
 /*
- * Watches the directory of node n, at path[0..len) (absolute; the part
- * relative to the watch root starts at rel), then lists it and does the same
- * for its subdirectories.  Failures that concern one directory become
- * NOTIFYX_ERROR events; only running out of kernel watches, memory or
- * descriptors (while setting up a watch: fatal) returns -1.
+ * Watches directory name (relative to pfd, the directory of n's parent, or
+ * found by path when pfd is -1), which is node n, then lists it and does the
+ * same for its subdirectories.  rel holds n's path relative to the root
+ * (rel_len bytes, in a PATH_MAX buffer that the walk extends in place).
+ * Failures that concern one directory become NOTIFYX_ERROR events; only
+ * running out of kernel watches, memory or descriptors while a watch is set
+ * up (fatal) returns -1.
  */
-static int walk(struct notifyx *nx, struct nx_node *n, char *path, size_t len, size_t rel,
-		bool report, bool fatal)
+static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+		size_t rel_len, int depth, bool report, bool fatal)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_watch *w = n->watch;
-	struct walk wk = { .nx = nx, .dir = n, .path = path, .len = len, .rel = rel, .report = report };
-	char kpath[32];
+	struct walk wk = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len, .report = report };
 	unsigned calls = 0;
 	int fd, err = 0, ret = 0;
 	struct stat st;
 
 	if (w->ended || n->dead)
 		return 0;
-	if (len - (rel <= len ? rel : len) > MAX_DIR_PATH) {
+	if (rel_len > MAX_DIR_PATH) {
 		err = ENAMETOOLONG;
 		goto fail;
 	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK |
-			       (n->parent || (w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
-	if (fd < 0) {
+	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
 		err = errno;
 		goto fail;
 	}
@@ -345,65 +450,59 @@ static int walk(struct notifyx *nx, struct nx_node *n, char *path, size_t len, s
 		bury(nx, n);
 		return 0;
 	}
-	/* Watch the very directory that was opened, whatever happens to its path. */
-	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
-	if (attach(in, n, in->proc_fd ? kpath : path, IN_ONLYDIR) < 0) {
+	if (attach_fd(nx, n, fd) < 0) {
 		err = errno;
-		if (in->proc_fd && err == ENOENT) { /* no /proc here */
-			in->proc_fd = false;
-			if (attach(in, n, path, IN_ONLYDIR | IN_DONT_FOLLOW) == 0)
-				err = 0;
-			else
-				err = errno;
-		}
-	}
-	if (err) {
 		close(fd);
 		goto fail;
 	}
 	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
 	err = errno;
-	close(fd);
 	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
 	 * OPEN its parent saw) are the library's own, not the application's. */
-	if (n->kref) {
-		sup_add(in, n->kref, "", 0, SUP_ACCESS, calls);
-		sup_add(in, n->kref, "", 0, SUP_CLOSE, 1);
-	}
+	sup_add(in, n->kref, "", 0, SUP_ACCESS, calls);
+	sup_add(in, n->kref, "", 0, SUP_CLOSE, 1);
 	if (n->parent && n->parent->kref) {
 		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_OPEN, 1);
 		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_ACCESS, calls);
 		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_CLOSE, 1);
 	}
 	if (ret < 0) {
+		close(fd);
 		free(wk.subdirs);
 		if (err == ENOMEM)
 			return -1;
-		emit_error(nx, w, rel_of(&wk), err);
+		/* ENOENT: removed while being listed; its parent reports that. */
+		if (err != ENOENT)
+			emit_error(nx, w, rel, err);
 		return 0;
 	}
-	for (size_t off = 0; off < wk.sub_len && !w->ended;) {
-		const char *name = wk.subdirs + off;
-		size_t nlen = strlen(name);
+	if (depth >= WALK_FD_DEPTH) {
+		close(fd);
+		fd = -1;
+	}
+	for (size_t off = 0; off < wk.sub_len && !w->ended && !n->dead;) {
+		const char *sub = wk.subdirs + off;
+		size_t slen = strlen(sub), clen;
 		struct nx_node *c;
-		off += nlen + 1;
-		if (nx_node_find(&nx->paths, n, name, nlen))
+		off += slen + 1;
+		if (nx_node_find(&nx->paths, n, sub, slen))
 			continue;
-		if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
+		if (!(c = nx_node_add(&nx->paths, n, sub, slen))) {
 			ret = -1;
 			break;
 		}
-		size_t clen = nx_join(path, PATH_MAX, path, len, name, nlen);
-		if (clen == SIZE_MAX) {
-			emit_error(nx, w, rel_of(&wk), ENAMETOOLONG);
+		if ((clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen)) == SIZE_MAX) {
+			emit_error(nx, w, rel, ENAMETOOLONG);
 			bury(nx, c);
 			continue;
 		}
-		ret = walk(nx, c, path, clen, rel, report, fatal);
-		path[len] = '\0';
+		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
+		rel[rel_len] = '\0';
 		if (ret < 0)
 			break;
 	}
+	if (fd >= 0)
+		close(fd);
 	free(wk.subdirs);
 	return ret;
 fail:
@@ -415,53 +514,103 @@ fail:
 		bury(nx, n);
 	/* A directory that went away meanwhile is reported by its parent. */
 	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
-		emit_error(nx, w, path + (rel <= len ? rel : len), err);
+		emit_error(nx, w, rel, err);
 	return 0;
 }
 
-/* Builds the absolute path of node n's entry name into in->path[0];
- * returns its length and sets *rel to where the relative part starts. */
-static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
-		       size_t *rel)
-{
-	const struct nx_watch *w = n->watch;
-	char *p = in->path[0];
-	size_t dlen, len;
-
-	if (w->abspath_len + 1 >= PATH_MAX)
-		return SIZE_MAX;
-	memcpy(p, w->abspath, w->abspath_len);
-	p[w->abspath_len] = '/';
-	*rel = w->abspath_len + 1;
-	dlen = nx_node_path(n, p + *rel, PATH_MAX - *rel);
-	if (dlen == SIZE_MAX)
-		return SIZE_MAX;
-	len = nx_join(p + *rel, PATH_MAX - *rel, p + *rel, dlen, name, nlen);
-	return len == SIZE_MAX ? SIZE_MAX : *rel + len;
-}
-
-/* A directory arrived at n/name: watch and list it. */
+/* A directory arrived at n/name: watch and list it.  When n cannot be
+ * reached now (events not read yet moved it), try again once the kernel
+ * queue has been read dry. */
 static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_watch *w = n->watch;
+	char *rel = in->path[2];
 	struct nx_node *c;
-	size_t rel, len;
+	size_t len;
+	int pfd;
 
-	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || nx_node_find(&nx->paths, n, name, nlen))
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || n->dead ||
+	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
-	len = abs_path(in, n, name, nlen, &rel);
+	if ((pfd = open_node(nx, n)) < 0) {
+		struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
+		if (!d) {
+			size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
+			struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
+			if (!v) {
+				nx_lost(nx, w);
+				return;
+			}
+			in->deferred = v;
+			in->deferred_cap = cap;
+			d = &in->deferred[in->ndeferred];
+		}
+		if (!(d->name = strndup(name, nlen))) {
+			nx_lost(nx, w);
+			return;
+		}
+		d->node = n;
+		d->report = report;
+		d->tries = 0;
+		in->ndeferred++;
+		return;
+	}
+	len = entry_path(in, n, name, nlen, 2);
 	if (len == SIZE_MAX) {
 		emit_error(nx, w, name, ENAMETOOLONG);
-		return;
-	}
-	if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
+	} else if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
 		nx_lost(nx, w);
-		return;
-	}
-	if (walk(nx, c, in->path[0], len, rel, report, false) < 0)
+	} else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0) {
 		nx_lost(nx, w);
+	}
+	close(pfd);
+}
+
+/* Directories that could not be reached when they appeared. */
+static void retry_deferred(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct deferred *v = in->deferred;
+	size_t n = in->ndeferred;
+
+	in->deferred = NULL; /* add_subdir defers again into a fresh list */
+	in->ndeferred = in->deferred_cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct nx_node *node = v[i].node;
+		size_t before = in->ndeferred;
+		if (!node->dead && !node->watch->ended)
+			add_subdir(nx, node, v[i].name, strlen(v[i].name), v[i].report);
+		if (in->ndeferred > before) {
+			struct deferred *d = &in->deferred[in->ndeferred - 1];
+			if ((d->tries = v[i].tries + 1) >= 3) {
+				/* Still unreachable with nothing left to read: the
+				 * watch root itself was moved (see BUGS). */
+				size_t len = entry_path(in, node, d->name, strlen(d->name), 0);
+				if (len != SIZE_MAX)
+					emit_error(nx, node->watch, in->path[0], ENOENT);
+				free(d->name);
+				in->ndeferred--;
+			}
+		}
+		free(v[i].name);
+	}
+	free(v);
+}
+
+/* The kernel queue was read dry: no duplicate of what the listings reported
+ * can still come, directories that could not be reached are tried again,
+ * and dead nodes can be freed once no suppression entry can name them. */
+static void dry_point(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+
+	nx_map_free(&in->suppress);
+	if (in->ndeferred)
+		retry_deferred(nx);
+	if (!in->suppress.len)
+		free_graveyard(nx);
 }
 
 /* ---- dispatching kernel events ---- */
@@ -485,15 +634,6 @@ static size_t subscribers(struct ino *in, const struct kwatch *kw, int i)
 	return n;
 }
 
-/* The path of n's entry name, relative to the watch root, in in->path[i]. */
-static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
-			 int i)
-{
-	size_t d = nx_node_path(n, in->path[i], PATH_MAX);
-
-	return d == SIZE_MAX ? SIZE_MAX : nx_join(in->path[i], PATH_MAX, in->path[i], d, name, nlen);
-}
-
 static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 {
 	struct nx_watch *w = n->watch;
@@ -504,12 +644,18 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		 * unmounted filesystem below the root uncovers its mount point. */
 		if (mask & IN_UNMOUNT) {
 			struct ino *in = ino_of(nx);
-			size_t rel, len = abs_path(in, n->parent, n->name, n->name_len, &rel);
+			int rfd = open_node(nx, w->root), pfd;
 			while (n->child)
 				bury(nx, n->child);
 			detach(in, n);
-			if (len != SIZE_MAX)
-				walk(nx, n, in->path[0], len, rel, false, false);
+			if (rfd < 0)
+				return; /* the root's own filesystem went: UNMOUNT follows */
+			close(rfd);
+			size_t len = nx_node_path(n, in->path[2], PATH_MAX);
+			if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
+				walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
+				close(pfd);
+			}
 			nx_lost(nx, w);
 		}
 		return;
@@ -611,6 +757,15 @@ static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 	return a->watch == b->watch;
 }
 
+/* True when n is c or lies below it. */
+static bool within(const struct nx_node *n, const struct nx_node *c)
+{
+	for (; n; n = n->parent)
+		if (n == c)
+			return true;
+	return false;
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -627,6 +782,17 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 		struct nx_node *c = m->isdir ? nx_node_find(&nx->paths, a, m->fname, m->flen) : NULL;
 		struct nx_node *d = nx_node_find(&nx->paths, b, m->tname, m->tlen);
 		bool out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
+		/* The kernel never moves a directory into itself; a table out of
+		 * step with the filesystem must not be made into a cycle either. */
+		if (c && within(b, c)) {
+			bury(nx, c);
+			c = NULL;
+			out = true;
+		}
+		if (d && m->exchange && within(a, d)) {
+			bury(nx, d);
+			d = NULL;
+		}
 		if (m->exchange) {
 			if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
 				nx_lost(nx, w);
@@ -898,11 +1064,7 @@ static int ino_process(struct notifyx *nx)
 	if (in->holding) {
 		arm_hold_timer(in);
 	} else if (dry) {
-		/* The kernel queue was read dry: no duplicate of what the listings
-		 * reported can still come, and no stale entry can name a node
-		 * once its memory is reused. */
-		nx_map_free(&in->suppress);
-		free_graveyard(nx);
+		dry_point(nx);
 	}
 	return ret;
 }
@@ -911,6 +1073,8 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 {
 	struct ino *in = ino_of(nx);
 
+	if (!len)
+		data = "";
 	if (len > sizeof(in->buf) - in->len) {
 		errno = ENOBUFS;
 		return -1;
@@ -920,10 +1084,8 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	size_t used = parse(nx, drained || in->len == sizeof(in->buf));
 	memmove(in->buf, in->buf + used, in->len - used);
 	in->len -= used;
-	if (drained && !in->holding) {
-		nx_map_free(&in->suppress);
-		free_graveyard(nx);
-	}
+	if (drained && !in->holding && !in->len)
+		dry_point(nx);
 	return 0;
 }
 
@@ -988,6 +1150,9 @@ static void ino_close(struct notifyx *nx)
 	nx_map_free(&in->kwatches);
 	nx_map_free(&in->suppress);
 	free_graveyard(nx);
+	for (size_t i = 0; i < in->ndeferred; i++)
+		free(in->deferred[i].name);
+	free(in->deferred);
 	free(in->vec[0]);
 	free(in->vec[1]);
 	free(in);
@@ -1000,12 +1165,8 @@ static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 
 	/* The core checked that these flags come with a directory. */
 	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
-		if (w->abspath_len >= sizeof(in->path[0])) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(in->path[0], w->abspath, w->abspath_len + 1);
-		if (walk(nx, w->root, in->path[0], w->abspath_len, w->abspath_len + 1,
+		in->path[2][0] = '\0';
+		if (walk(nx, w->root, -1, w->abspath, in->path[2], 0, 0,
 			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
 			return 0;
 	} else {
