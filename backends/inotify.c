@@ -981,6 +981,31 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	return true;
 }
 
+/*
+ * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
+ * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
+ * same name).  Applied in that order, the arrival would be undone; the
+ * departure must come first.  It is surely an exchange only when the two
+ * entries differ in type: a directory moved in and moved on looks like an
+ * exchange of two directories, and is taken as what it most often is.
+ * Sets *fpos to the departure, or 0;
+ * returns false when more of the stream must be read to tell.
+ */
+static bool departure_first(const struct ino *in, size_t pos, const struct inrec *to,
+			    bool drained, size_t *fpos, struct inrec *f)
+{
+	*fpos = 0;
+	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
+		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
+			continue;
+		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
+		    !memcmp(f->name, to->name, f->name_len) && ((f->mask ^ to->mask) & IN_ISDIR))
+			*fpos = pos;
+		return true;
+	}
+	return drained;
+}
+
 /* Processes the records in buf; returns the bytes consumed.  drained: the
  * kernel had nothing more to give (or the buffer is full). */
 static size_t parse(struct notifyx *nx, bool drained)
@@ -996,6 +1021,15 @@ static size_t parse(struct notifyx *nx, bool drained)
 			if (!moved_from(nx, pos, &r, drained))
 				break;
 		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
+			size_t fpos;
+			struct inrec f;
+			if (!departure_first(in, pos, &r, drained, &fpos, &f))
+				break;
+			if (fpos) { /* an exchange with a place outside the watches */
+				if (!moved_from(nx, fpos, &f, drained))
+					break;
+				consume(in, fpos);
+			}
 			struct move m = {
 				.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
 				.tname = r.name, .tlen = r.name_len,
