@@ -151,6 +151,16 @@ static uint32_t node_mask(const struct nx_node *n)
 
 /* ---- kernel watches ---- */
 
+/* True when n is c or lies below it. */
+static bool within(const struct nx_node *n, const struct nx_node *c)
+{
+	for (; n; n = n->parent)
+		if (n == c)
+			return true;
+	return false;
+}
+
+
 static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
 {
 	uint32_t mask = node_mask(n);
@@ -172,6 +182,16 @@ static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 		kw->kwd = kwd;
 	}
 	kw->kmask |= mask;
+	/* A directory the watch knows already under another name: the name
+	 * was reached through moves not read yet, which will bring the known
+	 * node here.  (A directory seen twice through a bind mount inside the
+	 * tree is watched at the first place found.) */
+	for (struct nx_node *s = kw->subs; s; s = s->knext) {
+		if (s->watch == n->watch && !within(n, s)) {
+			errno = EEXIST;
+			return -1;
+		}
+	}
 	n->kref = kw;
 	n->knext = kw->subs;
 	kw->subs = n;
@@ -453,6 +473,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	if (attach_fd(nx, n, fd) < 0) {
 		err = errno;
 		close(fd);
+		if (err == EEXIST && n->parent) {
+			bury(nx, n);
+			return 0;
+		}
 		goto fail;
 	}
 	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
@@ -616,16 +640,20 @@ static void dry_point(struct notifyx *nx)
 /* ---- dispatching kernel events ---- */
 
 /* Copies the live subscribers of kw into scratch list i. */
-static size_t subscribers(struct ino *in, const struct kwatch *kw, int i)
+static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 {
+	struct ino *in = ino_of(nx);
 	size_t n = 0;
 
 	for (struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
 		if (n == in->vec_cap[i]) {
 			size_t cap = n ? n * 2 : 8;
 			struct nx_node **v = realloc(in->vec[i], cap * sizeof(*v));
-			if (!v)
-				break; /* the rest miss this event: rare, and memory is short */
+			if (!v) { /* the rest miss this event: say so */
+				for (; s; s = s->knext)
+					nx_lost(nx, s->watch);
+				break;
+			}
 			in->vec[i] = v;
 			in->vec_cap[i] = cap;
 		}
@@ -718,7 +746,7 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 		return;
 	if (r->mask & IN_IGNORED) {
 		/* The kernel dropped this watch (its inode is gone). */
-		count = subscribers(in, kw, 0);
+		count = subscribers(nx, kw, 0);
 		for (size_t i = 0; i < count; i++) {
 			struct nx_node *n = in->vec[0][i];
 			if (n->dead)
@@ -729,7 +757,7 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 		}
 		return;
 	}
-	count = subscribers(in, kw, 0);
+	count = subscribers(nx, kw, 0);
 	for (size_t i = 0; i < count; i++) {
 		struct nx_node *n = in->vec[0][i];
 		if (n->dead)
@@ -755,15 +783,6 @@ struct move {
 static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 {
 	return a->watch == b->watch;
-}
-
-/* True when n is c or lies below it. */
-static bool within(const struct nx_node *n, const struct nx_node *c)
-{
-	for (; n; n = n->parent)
-		if (n == c)
-			return true;
-	return false;
 }
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
@@ -807,8 +826,12 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 				nx_lost(nx, w);
 		}
 		nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
+		/* A directory the table did not know (excluded before, or not
+		 * reached yet when it appeared): what it holds is new to the watch. */
 		if (m->isdir && !c && !out)
-			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
+			add_subdir(nx, b, m->tname, m->tlen, true);
+		if (m->exchange && m->to_isdir && !d)
+			add_subdir(nx, a, m->fname, m->flen, true);
 		return;
 	}
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
@@ -817,7 +840,7 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 static void do_move(struct notifyx *nx, const struct move *m)
 {
 	struct ino *in = ino_of(nx);
-	size_t nf = subscribers(in, m->from, 0), nt = subscribers(in, m->to, 1);
+	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
 	struct nx_node **from = in->vec[0], **to = in->vec[1];
 
 	for (size_t i = 0; i < nf; i++) {
@@ -922,9 +945,10 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 
 /* True when each watch that sees one half of a move sees the other: an
  * exchange is reported as one event only then (see BUGS in notifyx(7)). */
-static bool within_watches(struct ino *in, const struct kwatch *a, const struct kwatch *b)
+static bool within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
 {
-	size_t na = subscribers(in, a, 0), nb = subscribers(in, b, 1);
+	struct ino *in = ino_of(nx);
+	size_t na = subscribers(nx, a, 0), nb = subscribers(nx, b, 1);
 
 	for (size_t i = 0; i < na + nb; i++) {
 		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
@@ -958,7 +982,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 			in->holding = true;
 			in->hold_until = nx_now_ns() + NX_HOLD_NS;
 		}
-		if (nx_now_ns() < in->hold_until)
+		if (nx_now_ns() < in->hold_until && !nx->flush)
 			return false;
 		in->holding = false; /* its pair is not coming: a move out */
 		do_move(nx, &m);
@@ -967,7 +991,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	in->holding = false;
 	bool incomplete = false, to_isdir = false;
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
-	if (within_watches(in, m.from, m.to) &&
+	if (within_watches(nx, m.from, m.to) &&
 	    find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir)) {
 		m.exchange = true;
 		m.to_isdir = to_isdir;
@@ -1044,27 +1068,26 @@ static size_t parse(struct notifyx *nx, bool drained)
 	return pos;
 }
 
-static void arm_hold_timer(struct ino *in)
+static int arm_hold_timer(struct ino *in)
 {
 	uint64_t now = nx_now_ns();
 	uint64_t left = in->hold_until > now ? in->hold_until - now : 1;
 	struct itimerspec its = { .it_value = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) } };
 
 	in->timer_armed = timerfd_settime(in->timerfd, 0, &its, NULL) == 0;
+	return in->timer_armed ? 0 : -1;
 }
 
 static int ino_process(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
-	int ret = 0;
-
+	int ret = 0, err = 0;
 	bool dry = false;
 
-	if (in->timer_armed) {
+	if (in->timer_armed) { /* only to reset its readiness */
 		in->timer_armed = false;
-		if (read(in->timerfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
-			ret = -1;
+		(void)!read(in->timerfd, &expirations, sizeof(expirations));
 	}
 	for (;;) {
 		ssize_t n = 0;
@@ -1076,6 +1099,7 @@ static int ino_process(struct notifyx *nx)
 				continue;
 			if (n < 0 && errno != EAGAIN && errno != EINVAL) {
 				ret = -1;
+				err = errno;
 				break;
 			}
 		}
@@ -1095,11 +1119,16 @@ static int ino_process(struct notifyx *nx)
 		if (!in->len && nx->queue.count)
 			break;
 	}
-	if (in->holding) {
-		arm_hold_timer(in);
-	} else if (dry) {
-		dry_point(nx);
+	if (in->holding && arm_hold_timer(in) < 0) {
+		/* Nothing would end the hold: end it now. */
+		in->hold_until = 0;
+		size_t used = parse(nx, true);
+		memmove(in->buf, in->buf + used, in->len - used);
+		in->len -= used;
 	}
+	if (dry && !in->holding)
+		dry_point(nx);
+	errno = err;
 	return ret;
 }
 

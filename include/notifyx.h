@@ -7,6 +7,9 @@
 #define NOTIFYX_H
 
 #include <limits.h>
+#ifndef PATH_MAX /* strict ISO C: <limits.h> has no POSIX limits; take the kernel's */
+#include <linux/limits.h>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -102,13 +105,32 @@ struct notifyx_event {
 /* The record is plain data, identical on 32- and 64-bit systems. */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct notifyx_event) == 32, "notifyx_event header is 32 bytes");
+_Static_assert(_Alignof(struct notifyx_event) == 4, "notifyx_event alignment");
+_Static_assert(offsetof(struct notifyx_event, size) == 0, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, wd) == 4, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, mask) == 8, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, flags) == 12, "notifyx_event layout");
 _Static_assert(offsetof(struct notifyx_event, cookie) == 16, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, error) == 20, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, path_len) == 24, "notifyx_event layout");
+_Static_assert(offsetof(struct notifyx_event, old_path_len) == 28, "notifyx_event layout");
 _Static_assert(offsetof(struct notifyx_event, names) == 32, "notifyx_event layout");
 _Static_assert(sizeof(struct notifyx_config) == 24, "notifyx_config version 0 is 24 bytes");
+_Static_assert(_Alignof(struct notifyx_config) == 4, "notifyx_config alignment");
+_Static_assert(offsetof(struct notifyx_config, size) == 0, "notifyx_config layout");
+_Static_assert(offsetof(struct notifyx_config, backend) == 4, "notifyx_config layout");
+_Static_assert(offsetof(struct notifyx_config, flags) == 8, "notifyx_config layout");
+_Static_assert(offsetof(struct notifyx_config, poll_interval_ms) == 12, "notifyx_config layout");
+_Static_assert(offsetof(struct notifyx_config, signal) == 16, "notifyx_config layout");
+_Static_assert(offsetof(struct notifyx_config, queue_max) == 20, "notifyx_config layout");
 #endif
 
 /* one event is never larger than this; a buffer of this size always makes progress */
 #define NOTIFYX_EVENT_MAX (sizeof(struct notifyx_event) + 2 * PATH_MAX)
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(NOTIFYX_EVENT_MAX == 32 + 2 * 4096, "NOTIFYX_EVENT_MAX: a 32-byte header and two PATH_MAX names");
+_Static_assert(NOTIFYX_EVENT_MAX % 8 == 0, "the largest record, padded to 8, fits NOTIFYX_EVENT_MAX exactly");
+#endif
 
 /* ---- functions ------------------------------------------------------------ */
 

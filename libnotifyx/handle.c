@@ -168,8 +168,10 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 			goto fail;
 		return nx;
 	}
+	/* Backends this version does not have are not tried: the errno is
+	 * then the last real backend's. */
 	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		if (start_backend(nx, auto_order[i]) == 0)
+		if (backends[auto_order[i]] && start_backend(nx, auto_order[i]) == 0)
 			return nx;
 	}
 fail:
@@ -213,10 +215,8 @@ NX_EXPORT int notifyx_close(struct notifyx *nx)
 
 NX_EXPORT int notifyx_fd(const struct notifyx *nx)
 {
-	if (!nx) {
-		errno = EINVAL;
+	if (!usable(nx))
 		return -1;
-	}
 	return nx->epfd;
 }
 
@@ -400,8 +400,10 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 		return -1;
 	}
 	/* Events already queued in the kernel happened before this watch:
-	 * translate them now, so a shared kernel watch cannot hand them to it. */
-	if (nx->ops->process(nx) < 0 || !(w = calloc(1, sizeof(*w)))) {
+	 * translate them now, so a shared kernel watch cannot hand them to it.
+	 * A failure to read them concerns notifyx_read, which will meet it. */
+	nx->ops->process(nx);
+	if (!(w = calloc(1, sizeof(*w)))) {
 		err = errno;
 		sync_ready(nx);
 		errno = err;
@@ -449,8 +451,11 @@ NX_EXPORT int notifyx_rm_watch(struct notifyx *nx, int wd)
 		errno = EINVAL;
 		return -1;
 	}
-	/* What the kernel already queued for this watch stays readable. */
+	/* What the kernel already queued for this watch stays readable,
+	 * including a move half that would otherwise wait for its pair. */
+	nx->flush = true;
 	nx->ops->process(nx);
+	nx->flush = false;
 	if (w->ended) { /* it ended by itself in what was queued */
 		sync_ready(nx);
 		errno = EINVAL;
@@ -465,7 +470,9 @@ NX_EXPORT const char *notifyx_watch_path(const struct notifyx *nx, int wd)
 {
 	const struct nx_watch *w = NULL;
 
-	if (nx && wd > 0)
+	if (!usable(nx))
+		return NULL;
+	if (wd > 0)
 		w = nx_map_get(&nx->watches, (uint64_t)wd);
 	if (!w) {
 		errno = EINVAL;

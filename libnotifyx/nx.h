@@ -166,6 +166,7 @@ struct notifyx {
 	int readyfd;          /* eventfd in epfd: readable while the queue holds events */
 	bool ready;           /* readyfd is signalled */
 	bool forked;          /* set in a child after fork: close only */
+	bool flush;           /* process(): end every hold now (notifyx_rm_watch) */
 	pid_t pid;
 	uint32_t flags;
 	uint32_t queue_max;
