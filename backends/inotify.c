@@ -60,6 +60,8 @@ struct ino {
 	bool timer_armed;
 	uint64_t hold_until;
 	size_t len;           /* bytes in buf not processed yet */
+	size_t next;          /* where the records after the one being handled start */
+	struct nx_node *conflict; /* attach(): the node that has the directory already */
 	struct nx_map kwatches; /* kernel wd -> struct kwatch */
 	/* Events already reported or caused by the library itself:
 	 * hash(kwatch or node, name, kind) -> count. */
@@ -183,11 +185,12 @@ static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 	}
 	kw->kmask |= mask;
 	/* A directory the watch knows already under another name: the name
-	 * was reached through moves not read yet, which will bring the known
-	 * node here.  (A directory seen twice through a bind mount inside the
-	 * tree is watched at the first place found.) */
+	 * was reached through moves not read yet (see walk()).  (A directory
+	 * seen twice through a bind mount inside the tree is watched at one
+	 * place only.) */
 	for (struct nx_node *s = kw->subs; s; s = s->knext) {
 		if (s->watch == n->watch && !within(n, s)) {
+			in->conflict = s;
 			errno = EEXIST;
 			return -1;
 		}
@@ -436,6 +439,41 @@ static int attach_fd(struct notifyx *nx, struct nx_node *n, int fd)
 	return attach(in, n, in->path[0], IN_ONLYDIR | IN_DONT_FOLLOW);
 }
 
+/* Is an arrival of name in node dir's directory among the records not
+ * handled yet? */
+static bool pending_arrival(const struct ino *in, const struct nx_node *dir, const char *name,
+			    size_t len)
+{
+	const struct kwatch *kw = dir->kref;
+	struct inrec r;
+
+	for (size_t pos = in->next; kw && nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size)
+		if ((r.mask & IN_MOVED_TO) && r.wd == kw->kwd && r.name_len == len &&
+		    !memcmp(r.name, name, len))
+			return true;
+	return false;
+}
+
+/*
+ * The directory just opened as node n is known to the watch as another node
+ * (in->conflict): the filesystem has moved on from what the events read so
+ * far describe.  If a move not handled yet brings the known directory to n's
+ * place, n goes (false) and that move will rename the known node.  Otherwise
+ * the known node is what is out of date (its departure was reported, or will
+ * be, from a place the kernel watched): it goes, and n is watched and listed.
+ */
+static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+
+	if (pending_arrival(in, n->parent, n->name, n->name_len)) {
+		errno = EEXIST;
+		return false;
+	}
+	bury(nx, in->conflict);
+	return true;
+}
+
 /*
  * Watches directory name (relative to pfd, the directory of n's parent, or
  * found by path when pfd is -1), which is node n, then lists it and does the
@@ -470,7 +508,8 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		bury(nx, n);
 		return 0;
 	}
-	if (attach_fd(nx, n, fd) < 0) {
+	if (attach_fd(nx, n, fd) < 0 && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
+					  attach_fd(nx, n, fd) < 0)) {
 		err = errno;
 		close(fd);
 		if (err == EEXIST && n->parent) {
@@ -778,7 +817,10 @@ struct move {
 	bool isdir, exchange;
 	bool to_isdir; /* exchange: the type of the entry that was at tname */
 	uint32_t cookie;
+	int only;      /* 0: the whole move; ONLY_DEPARTURES or ONLY_ARRIVALS of it */
 };
+
+enum { ONLY_DEPARTURES = 1, ONLY_ARRIVALS };
 
 static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 {
@@ -843,7 +885,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
 	struct nx_node **from = in->vec[0], **to = in->vec[1];
 
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = 0; i < nf && m->only != ONLY_ARRIVALS; i++) {
 		struct nx_node *a = from[i], *b = NULL;
 		if (a->dead)
 			continue;
@@ -863,7 +905,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (m->isdir)
 			bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
 	}
-	for (size_t j = 0; j < nt; j++) {
+	for (size_t j = 0; j < nt && m->only != ONLY_DEPARTURES; j++) {
 		struct nx_node *b = to[j];
 		bool paired = false;
 		if (b->dead)
@@ -912,7 +954,8 @@ static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, s
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
  * pair; MOVE_SELF records of the moved entries may come between. */
 static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from,
-			    const struct inrec *to, bool *incomplete, bool *to_isdir)
+			    const struct inrec *to, bool *incomplete, bool *to_isdir,
+			    uint32_t *cookie)
 {
 	struct inrec r, t;
 
@@ -935,6 +978,7 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR))
 			return 0;
 		*to_isdir = r.mask & IN_ISDIR;
+		*cookie = r.cookie;
 		consume(in, pos);
 		consume(in, tpos);
 		return pos;
@@ -962,6 +1006,25 @@ static bool within_watches(struct notifyx *nx, const struct kwatch *a, const str
 	return true;
 }
 
+/* The record at the start of what waits needs a later one: false while
+ * that may still come (within NX_HOLD_NS of the first try once the kernel
+ * queue is read dry), true when it is time to go on without it. */
+static bool hold(struct notifyx *nx, bool drained)
+{
+	struct ino *in = ino_of(nx);
+
+	if (!drained)
+		return false;
+	if (!in->holding) {
+		in->holding = true;
+		in->hold_until = nx_now_ns() + NX_HOLD_NS;
+	}
+	if (nx_now_ns() < in->hold_until && !nx->flush)
+		return false;
+	in->holding = false;
+	return true;
+}
+
 /* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
  * of the stream. */
 static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
@@ -976,32 +1039,43 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	};
 
 	if (!tpos) {
-		if (!drained)
+		if (!hold(nx, drained))
 			return false;
-		if (!in->holding) {
-			in->holding = true;
-			in->hold_until = nx_now_ns() + NX_HOLD_NS;
-		}
-		if (nx_now_ns() < in->hold_until && !nx->flush)
-			return false;
-		in->holding = false; /* its pair is not coming: a move out */
-		do_move(nx, &m);
+		do_move(nx, &m); /* its pair is not coming: a move out */
 		return true;
 	}
 	in->holding = false;
 	bool incomplete = false, to_isdir = false;
+	uint32_t rcookie = 0;
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
-	if (within_watches(nx, m.from, m.to) &&
-	    find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir)) {
-		m.exchange = true;
-		m.to_isdir = to_isdir;
-	} else if (incomplete && !drained) {
-		return false; /* read on: the reverse pair may follow */
-	}
-	consume(in, tpos);
 	m.tname = to.name;
 	m.tlen = to.name_len;
+	if (!find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
+		if (incomplete && !drained)
+			return false; /* read on: the reverse pair may follow */
+		consume(in, tpos);
+		do_move(nx, &m);
+		return true;
+	}
+	consume(in, tpos);
+	if (within_watches(nx, m.from, m.to)) {
+		m.exchange = true;
+		m.to_isdir = to_isdir;
+		do_move(nx, &m);
+		return true;
+	}
+	/* An exchange that some watch sees one side of: there it is a
+	 * departure and an arrival at one name, the departure first. */
+	struct move rev = {
+		.from = m.to, .to = m.from, .fname = m.tname, .flen = m.tlen,
+		.tname = m.fname, .tlen = m.flen, .isdir = to_isdir, .cookie = rcookie,
+	};
+	m.only = rev.only = ONLY_DEPARTURES;
 	do_move(nx, &m);
+	do_move(nx, &rev);
+	m.only = rev.only = ONLY_ARRIVALS;
+	do_move(nx, &m);
+	do_move(nx, &rev);
 	return true;
 }
 
@@ -1015,9 +1089,11 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
  * Sets *fpos to the departure, or 0;
  * returns false when more of the stream must be read to tell.
  */
-static bool departure_first(const struct ino *in, size_t pos, const struct inrec *to,
+static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *to,
 			    bool drained, size_t *fpos, struct inrec *f)
 {
+	struct ino *in = ino_of(nx);
+
 	*fpos = 0;
 	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
 		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
@@ -1027,7 +1103,9 @@ static bool departure_first(const struct ino *in, size_t pos, const struct inrec
 			*fpos = pos;
 		return true;
 	}
-	return drained;
+	/* The last record read: its departure may not be queued yet.  Wait
+	 * for it as for the second half of a move. */
+	return hold(nx, drained);
 }
 
 /* Processes the records in buf; returns the bytes consumed.  drained: the
@@ -1039,6 +1117,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 	size_t pos = 0;
 
 	while (nx_inotify_decode(in->buf, in->len, pos, &r)) {
+		in->next = pos + r.size;
 		if (r.mask & IN_Q_OVERFLOW) {
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
@@ -1047,7 +1126,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
 			size_t fpos;
 			struct inrec f;
-			if (!departure_first(in, pos, &r, drained, &fpos, &f))
+			if (!departure_first(nx, pos, &r, drained, &fpos, &f))
 				break;
 			if (fpos) { /* an exchange with a place outside the watches */
 				if (!moved_from(nx, fpos, &f, drained))
@@ -1064,7 +1143,9 @@ static size_t parse(struct notifyx *nx, bool drained)
 			plain_event(nx, &r);
 		}
 		pos += r.size;
+		in->holding = false; /* a hold is for the first record not handled */
 	}
+	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
 	return pos;
 }
 
@@ -1085,10 +1166,10 @@ static int ino_process(struct notifyx *nx)
 	int ret = 0, err = 0;
 	bool dry = false;
 
-	if (in->timer_armed) { /* only to reset its readiness */
+	/* Reset the timer's readiness once it has fired; until then it stays
+	 * armed (a hold ended early costs one spurious wakeup, no more). */
+	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
-		(void)!read(in->timerfd, &expirations, sizeof(expirations));
-	}
 	for (;;) {
 		ssize_t n = 0;
 		bool drained;
