@@ -448,7 +448,7 @@ static size_t random_tree(struct nx_paths *t, struct nx_node *base, size_t n, ch
 	for (size_t i = 1; i <= n; i++) {
 		seed = seed * 1103515245u + 12345u;
 		size_t pi = (seed >> 8) % k;
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof(name), "n%zu", i);
 		nodes[k] = add(t, nodes[pi], name);
 		char buf[PATH_MAX];
