@@ -783,7 +783,7 @@ const char *tu_mount_tmpfs(struct tu_fix *f, const char *rel)
 	}
 	f->nmnt++;
 	/* Keep the mount to ourselves: nothing propagates to other namespaces. */
-	mount(NULL, m, NULL, MS_PRIVATE, NULL);
+	mount("none", m, "none", MS_PRIVATE, NULL); /* source and type are ignored here */
 	return m;
 }
 
