@@ -4,6 +4,7 @@
  * named in argv[1] ("inotify", "fanotify", "dnotify", "poll"; none: AUTO).
  * This file: handles and descriptors, configuration, watches, exclude,
  * LIST, names, read, fork and exec.  conf-events.c: the event rules.
+ * conf-process.c: threads, signal storms, killing a blocked reader.
  * Exit 77 when the backend cannot start here.
  */
 #ifdef HAVE_CONFIG_H
@@ -30,6 +31,7 @@
 #include "testutil.h"
 
 int conf_events_run(void);
+int conf_process_run(void);
 
 /* The header's version check is an integer constant expression. */
 #if !NOTIFYX_CHECK_VERSION(0, 0, 0)
@@ -1390,6 +1392,7 @@ int main(int argc, char **argv)
 	notifyx_close(nx);
 	failed = cmocka_run_group_tests_name(tu_fmt("conformance (%s)", name), tests, NULL, NULL);
 	failed += conf_events_run();
+	failed += conf_process_run();
 	tu_watches_restore();
 	return failed ? 1 : 0;
 }
