@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,11 +530,12 @@ static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
 
 NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 {
-	struct epoll_event ev;
+	struct pollfd pfd = { .fd = -1, .events = POLLIN };
 	size_t done;
 
 	if (!usable(nx))
 		return -1;
+	pfd.fd = nx->epfd;
 	if (!buf || !len) {
 		errno = EINVAL;
 		return -1;
@@ -548,8 +550,10 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 			errno = EAGAIN;
 			return -1;
 		}
-		/* Like poll(2): a caught signal ends the wait with EINTR. */
-		if (epoll_wait(nx->epfd, &ev, 1, -1) < 0 && errno != EAGAIN)
+		/* poll(2), not epoll_wait(2): a caught signal ends the wait with
+		 * EINTR, but a stop and SIGCONT (job control, a debugger) does not,
+		 * where epoll_wait would fail with EINTR (signal(7)). */
+		if (poll(&pfd, 1, -1) < 0 && errno != EAGAIN)
 			return -1;
 	}
 	done = copy_out(nx, buf, len);
