@@ -3,6 +3,8 @@
  * notifyx(1): watch files from the command line with libnotifyx.
  *
  *   notifyx watch [OPTION]... PATH...   print events, one per line
+ *   notifyx run [OPTION]... PATH... -- COMMAND [ARG]...
+ *                                       run COMMAND on changes (run.c)
  *   notifyx backends                    which backends work here
  *   notifyx --help | --version
  *
@@ -26,14 +28,15 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <notifyx.h>
 
 #include "escape.h"
+#include "tool.h"
 
-#define EXIT_USAGE 2
-
-static const char *progname = "notifyx";
+const char *progname = "notifyx";
 
 static void usage_main(FILE *f)
 {
@@ -45,9 +48,11 @@ static void usage_main(FILE *f)
 "\n"
 "Commands:\n"
 "  watch [OPTION]... PATH...   print the events of PATH..., one per line\n"
+"  run [OPTION]... PATH... -- COMMAND [ARG]...\n"
+"                              run COMMAND, and again after each change\n"
 "  backends                    list the backends, whether each works here,\n"
 "                              and the events each can report\n"
-"  help [watch]                the same as --help (notifyx watch --help)\n"
+"  help [watch|run]            the same as --help (notifyx watch --help)\n"
 "\n"
 "Options:\n"
 "  -h, --help      show this help (\"notifyx watch --help\" for watch)\n"
@@ -58,15 +63,16 @@ static void usage_main(FILE *f)
 "  NAME yes EVENT,EVENT,...   the backend starts here and reports these events\n"
 "  NAME no: REASON            it cannot start here (REASON is strerror(3))\n"
 "\n"
-"Exit status: 0 success, 1 failure, 2 usage error.  \"backends\" exits 0 when\n"
-"at least one backend works, else 1.\n"
+"Exit status: 0 success, 1 failure, 2 usage error, 3 watch -t timed out.\n"
+"\"backends\" exits 0 when at least one backend works, else 1.\n"
 "\n"
 "Examples:\n"
 "  notifyx watch -r -e create,delete,rename src/\n"
 "      create \"src/new\\nname.c\"\n"
 "      rename \"src/b.c\" from \"src/a.c\"\n"
 "      delete isdir \"src/old\"\n"
-"  notifyx watch --format=json /etc | jq -r .path\n");
+"  notifyx watch --format=json /etc | jq -r .path\n"
+"  notifyx run -r src -- make\n");
 }
 
 static void usage_watch(FILE *f)
@@ -77,6 +83,8 @@ static void usage_watch(FILE *f)
 "Watch each PATH (a file or a directory) and print one line per event on\n"
 "standard output.  The output is flushed after each batch of events that\n"
 "libnotifyx returns, so that a reader of a pipe sees events as they come.\n"
+"With -r and a terminal on standard error, the setup shows its progress\n"
+"there (directories watched so far).\n"
 "Options and PATHs may be mixed; \"--\" ends the options.\n"
 "\n"
 "Options:\n"
@@ -94,7 +102,12 @@ static void usage_watch(FILE *f)
 "                         '/', matched against the path below the watched\n"
 "                         PATH, else against the entry's name (fnmatch(3));\n"
 "                         may be given more than once\n"
-"      --format=FORMAT    text (default) or json\n"
+"      --format=FORMAT    text (default), json, nul, or a TEMPLATE with %%\n"
+"                         directives (below)\n"
+"  -1, --oneshot          exit after the first event (the same as -n 1)\n"
+"  -n, --count=N          exit after N events (ignored does not count)\n"
+"  -t, --timeout=SECONDS  exit after SECONDS (decimals allowed) from when the\n"
+"                         watches are in place\n"
 "  -h, --help             show this help\n"
 "\n"
 "Text format, one event per line:\n"
@@ -128,17 +141,32 @@ static void usage_watch(FILE *f)
 "  the object then also has the key root_b64, path_b64 or old_path_b64\n"
 "  with the exact bytes in base64: decode that key when it is present.\n"
 "\n"
-"Ending: notifyx watch exits 0 when every watch has ended (each has\n"
-"reported ignored, for example after its PATH was deleted), and exits 0\n"
-"after SIGINT or SIGTERM, once the events already read are written out\n"
-"(a signal ignored when notifyx starts, as SIGINT is in a background job\n"
-"of a non-interactive shell, stays ignored).\n"
-"It exits 1 when a PATH cannot be watched (before any event is printed) or\n"
-"on any other error, with a message \"notifyx: PATH: REASON\" on standard\n"
-"error, and 2 on a usage error.\n");
+"NUL format (--format=nul): for each event, its path (as in the text\n"
+"format: PATH joined with the entry's path; the new one for rename) as raw\n"
+"bytes followed by a NUL byte, for xargs -0.\n"
+"\n"
+"TEMPLATE (--format='%%e %%p'): one line per event, the template with:\n"
+"  %%e event name     %%p path (as in text)   %%r path below the watched PATH\n"
+"  %%o old path (rename; else empty)          %%w the watched PATH\n"
+"  %%t time (as in JSON)  %%c cookie  %%f flags (isdir,synthetic,exchange)\n"
+"  %%%% a percent sign\n"
+"  Names are escaped as in the text format, without the quotes: a name\n"
+"  without backslashes, control bytes or invalid UTF-8 is itself.\n"
+"\n"
+"Exit status:\n"
+"  0  -1 or -n N: that many events were printed; -t without -1 or -n: at\n"
+"     least one event was; every watch ended (each reported ignored, for\n"
+"     example after its PATH was deleted); or SIGINT or SIGTERM, once the\n"
+"     events already read are written out (a signal ignored when notifyx\n"
+"     starts, as SIGINT is in a background job of a non-interactive shell,\n"
+"     stays ignored)\n"
+"  1  a PATH cannot be watched (before any event is printed), or any other\n"
+"     error, with a message \"notifyx: PATH: REASON\" on standard error\n"
+"  2  a usage error\n"
+"  3  -t: the time ran out before the events counted above\n");
 }
 
-static void try_help(const char *cmd)
+void try_help(const char *cmd)
 {
 	fprintf(stderr, "Try '%s%s%s --help' for more information.\n",
 		progname, cmd ? " " : "", cmd ? cmd : "");
@@ -156,7 +184,7 @@ static const uint32_t all_backends[] = {
 #define N_BACKENDS (sizeof(all_backends) / sizeof(all_backends[0]))
 
 /* Fallback names, used only if the library does not know one of them. */
-static const char *backend_name(uint32_t b)
+const char *backend_name(uint32_t b)
 {
 	const char *n = notifyx_backend_name(b);
 	static const char *const fallback[] = { "auto", "inotify", "fanotify", "dnotify", "poll" };
@@ -166,7 +194,7 @@ static const char *backend_name(uint32_t b)
 	return b < sizeof(fallback) / sizeof(fallback[0]) ? fallback[b] : "unknown";
 }
 
-static int parse_backend(const char *s, uint32_t *out)
+int parse_backend(const char *s, uint32_t *out)
 {
 	size_t i;
 
@@ -195,7 +223,7 @@ static void put_event_name(FILE *f, uint32_t mask)
 }
 
 /* Comma-separated names of the event bits in mask. */
-static void put_event_list(FILE *f, uint32_t mask)
+void put_event_list(FILE *f, uint32_t mask)
 {
 	int first = 1;
 	unsigned i;
@@ -216,7 +244,7 @@ static void put_event_list(FILE *f, uint32_t mask)
  * Parses a comma-separated list of event names into *mask; "all" sets
  * *want_all.  Returns 0, or -1 after a message.
  */
-static int parse_events(const char *list, uint32_t *mask, int *want_all)
+int parse_events(const char *list, uint32_t *mask, int *want_all)
 {
 	const char *p = list;
 
@@ -257,7 +285,7 @@ static int parse_events(const char *list, uint32_t *mask, int *want_all)
 /* ---- error messages ---------------------------------------------------------- */
 
 /* "notifyx: WHAT: strerror(err)", and a hint for the limits one can raise. */
-static void report_error(const char *what, int err, uint32_t backend, int opening)
+void report_error(const char *what, int err, uint32_t backend, int opening)
 {
 	fprintf(stderr, "%s: %s: %s\n", progname, what, strerror(err));
 	if (err == ENOSPC && backend == NOTIFYX_BACKEND_INOTIFY)
@@ -351,7 +379,6 @@ static const char *join(const char *root, const char *rel)
 	return d;
 }
 
-enum format { FORMAT_TEXT, FORMAT_JSON };
 
 static void print_text(FILE *f, const struct notifyx_event *ev, const char *root)
 {
@@ -417,6 +444,110 @@ static void print_json(FILE *f, const struct notifyx_event *ev, const char *root
 	}
 }
 
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_NUL, FORMAT_TEMPLATE };
+
+/* The directives of --format=TEMPLATE, checked before any watch is set. */
+static const char template_directives[] = "eprowtcf%";
+
+static int check_template(const char *t)
+{
+	for (; *t; t++) {
+		if (*t != '%')
+			continue;
+		t++;
+		if (*t == '\0') {
+			fprintf(stderr, "%s: --format: the template ends with a lone '%%' "
+				"(write %%%% for a percent sign)\n", progname);
+			return -1;
+		}
+		if (!strchr(template_directives, *t)) {
+			fprintf(stderr, "%s: --format: unknown directive '%%%c' (known: %%e %%p "
+				"%%r %%o %%w %%t %%c %%f %%%%)\n", progname, *t);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Writes s C-escaped as in the text format, without the quotes. */
+static void put_c_bare(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = scratch_get(&esc_buf, NXESC_C_MAX(n));
+
+	nxesc_c(d, (const unsigned char *)s, n);
+	fputs(d, f);
+}
+
+/* The flags of ev as a comma-separated list ("" for none). */
+static void put_flag_list(FILE *f, uint32_t flags)
+{
+	const char *sep = "";
+
+	if (flags & NOTIFYX_EVENT_ISDIR) {
+		fputs("isdir", f);
+		sep = ",";
+	}
+	if (flags & NOTIFYX_EVENT_SYNTHETIC) {
+		fprintf(f, "%ssynthetic", sep);
+		sep = ",";
+	}
+	if (flags & NOTIFYX_EVENT_EXCHANGE)
+		fprintf(f, "%sexchange", sep);
+}
+
+static void print_template(FILE *f, const char *t, const struct notifyx_event *ev,
+			   const char *root, const struct timespec *now)
+{
+	const char *old = notifyx_event_old_path(ev);
+
+	for (; *t; t++) {
+		if (*t != '%') {
+			fputc(*t, f);
+			continue;
+		}
+		switch (*++t) {
+		case 'e':
+			put_event_name(f, ev->mask);
+			break;
+		case 'p':
+			put_c_bare(f, join(root, notifyx_event_path(ev)));
+			break;
+		case 'r':
+			put_c_bare(f, notifyx_event_path(ev));
+			break;
+		case 'o':
+			if (old)
+				put_c_bare(f, join(root, old));
+			break;
+		case 'w':
+			put_c_bare(f, root);
+			break;
+		case 't':
+			fprintf(f, "%lld.%06ld", (long long)now->tv_sec, (long)(now->tv_nsec / 1000));
+			break;
+		case 'c':
+			fprintf(f, "%u", (unsigned)ev->cookie);
+			break;
+		case 'f':
+			put_flag_list(f, ev->flags);
+			break;
+		default: /* '%'; check_template let nothing else through */
+			fputc('%', f);
+			break;
+		}
+	}
+	fputc('\n', f);
+}
+
+/* --format=nul: the event's path, exact bytes, then a NUL (for xargs -0). */
+static void print_nul(FILE *f, const struct notifyx_event *ev, const char *root)
+{
+	const char *p = join(root, notifyx_event_path(ev));
+
+	fwrite(p, 1, strlen(p) + 1, f);
+}
+
 /* ---- watch ----------------------------------------------------------------- */
 
 static volatile sig_atomic_t stop_signal;
@@ -428,7 +559,7 @@ static void on_stop_signal(int sig)
 
 /* Installs sa for sig, unless sig was ignored when the tool started (as SIGINT
  * is in a background job of a non-interactive shell): that stays ignored. */
-static void catch_signal(int sig, const struct sigaction *sa)
+void catch_signal(int sig, const struct sigaction *sa)
 {
 	struct sigaction old;
 
@@ -443,7 +574,7 @@ struct watch {
 	int live;
 };
 
-static const char *const watch_short = "rb:e:x:h";
+static const char *const watch_short = "rb:e:x:1n:t:h";
 static const struct option watch_long[] = {
 	{ "recursive", no_argument,       NULL, 'r' },
 	{ "backend",   required_argument, NULL, 'b' },
@@ -451,9 +582,163 @@ static const struct option watch_long[] = {
 	{ "events",    required_argument, NULL, 'e' },
 	{ "exclude",   required_argument, NULL, 'x' },
 	{ "format",    required_argument, NULL, 'F' },
+	{ "oneshot",   no_argument,       NULL, '1' },
+	{ "count",     required_argument, NULL, 'n' },
+	{ "timeout",   required_argument, NULL, 't' },
 	{ "help",      no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* A count of events: a whole number from 1. */
+static int parse_count(const char *s, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return -1;
+	*out = strtoul(s, &end, 10);
+	return errno || *end || *out == 0 ? -1 : 0;
+}
+
+/* Seconds, decimals allowed, more than 0 and at most a year. */
+static int parse_seconds(const char *s, struct timespec *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	if ((*s < '0' || *s > '9') && *s != '.')
+		return -1;
+	v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > 366.0 * 86400)
+		return -1;
+	out->tv_sec = (time_t)v;
+	out->tv_nsec = (long)((v - (double)out->tv_sec) * 1e9);
+	return 0;
+}
+
+/* ---- progress of a recursive setup (a terminal on stderr only) ------------ */
+
+/*
+ * The library has no progress callback: adding a recursive watch is one call.
+ * While it runs, a thread counts the kernel watches behind the handle's
+ * descriptor, which is an epoll set (its /proc fdinfo lists "tfd:" lines)
+ * of the backend's descriptors (inotify's fdinfo has one "inotify wd:" line
+ * per kernel watch, fanotify's one "fanotify" line per mark).  Where there
+ * is nothing to count (the scanning backends), the elapsed time is shown.
+ */
+struct progress {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+	int fd;
+	const char *path;
+	struct timespec start;
+};
+
+static long count_lines(const char *file, const char *prefix, long (*each)(const char *))
+{
+	char line[256];
+	size_t n = strlen(prefix);
+	long count = 0;
+	FILE *f = fopen(file, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, prefix, n) == 0)
+			count += each ? each(line + n) : 1;
+	fclose(f);
+	return count;
+}
+
+static long count_target(const char *tfd)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "/proc/self/fdinfo/%d", atoi(tfd));
+	return count_lines(file, "inotify wd:", NULL) + count_lines(file, "fanotify ", NULL);
+}
+
+/* Kernel watches and marks behind the epoll descriptor fd. */
+static long kernel_watches(int fd)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "/proc/self/fdinfo/%d", fd);
+	return count_lines(file, "tfd:", count_target);
+}
+
+static void progress_line(struct progress *p, int final)
+{
+	struct timespec now;
+	long n = kernel_watches(p->fd);
+	double secs;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	secs = (double)(now.tv_sec - p->start.tv_sec) + (now.tv_nsec - p->start.tv_nsec) / 1e9;
+	/* \r and "erase to the end of the line": one line that updates itself */
+	fprintf(stderr, "\r%s: %s %s: ", progname, final ? "watching" : "setting up", p->path);
+	if (n > 0)
+		fprintf(stderr, "%ld director%s%s, ", n, n == 1 ? "y" : "ies",
+			final ? "" : " so far");
+	fprintf(stderr, "%.1f s\033[K%s", secs, final ? "\n" : "");
+	fflush(stderr);
+}
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->done) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->cond, &p->lock, &until);
+		if (!p->done)
+			progress_line(p, 0);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* notifyx_add_watch with a progress line on stderr while it runs. */
+static int add_watch_progress(struct notifyx *nx, const char *path, uint32_t events,
+			      uint32_t flags)
+{
+	struct progress p = {
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+		.fd = notifyx_fd(nx),
+		.path = path,
+	};
+	pthread_t thread;
+	int wd, err, started;
+
+	clock_gettime(CLOCK_MONOTONIC, &p.start);
+	started = pthread_create(&thread, NULL, progress_main, &p) == 0;
+	wd = notifyx_add_watch(nx, path, events, flags);
+	err = errno;
+	if (started) {
+		pthread_mutex_lock(&p.lock);
+		p.done = 1;
+		pthread_cond_signal(&p.cond);
+		pthread_mutex_unlock(&p.lock);
+		pthread_join(thread, NULL);
+	}
+	if (wd >= 0)
+		progress_line(&p, 1);
+	else if (started)
+		fputs("\r\033[K", stderr); /* the error message takes the line */
+	errno = err;
+	return wd;
+}
 
 static int cmd_watch(int argc, char **argv)
 {
@@ -462,6 +747,10 @@ static int cmd_watch(int argc, char **argv)
 	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
 	int want_all = 0, opt, nwatch, live, i, status = EXIT_SUCCESS;
 	enum format format = FORMAT_TEXT;
+	const char *template = NULL;
+	unsigned long count = 0, seen = 0;
+	struct timespec timeout = { 0, 0 }, deadline = { 0, 0 };
+	int has_timeout = 0, progress;
 	const char **excludes;
 	int nexclude = 0;
 	struct watch *watches = NULL;
@@ -508,13 +797,45 @@ static int cmd_watch(int argc, char **argv)
 				format = FORMAT_TEXT;
 			} else if (strcmp(optarg, "json") == 0) {
 				format = FORMAT_JSON;
+			} else if (strcmp(optarg, "nul") == 0) {
+				format = FORMAT_NUL;
+			} else if (strchr(optarg, '%')) {
+				if (check_template(optarg) < 0) {
+					try_help("watch");
+					status = EXIT_USAGE;
+					goto out;
+				}
+				format = FORMAT_TEMPLATE;
+				template = optarg;
 			} else {
-				fprintf(stderr, "%s: unknown format '%s' (known: text, json)\n",
+				fprintf(stderr, "%s: unknown format '%s' (known: text, json, nul, "
+					"or a template with %% directives)\n", progname, optarg);
+				try_help("watch");
+				status = EXIT_USAGE;
+				goto out;
+			}
+			break;
+		case '1':
+			count = 1;
+			break;
+		case 'n':
+			if (parse_count(optarg, &count) < 0) {
+				fprintf(stderr, "%s: --count: '%s' is not a whole number from 1\n",
 					progname, optarg);
 				try_help("watch");
 				status = EXIT_USAGE;
 				goto out;
 			}
+			break;
+		case 't':
+			if (parse_seconds(optarg, &timeout) < 0) {
+				fprintf(stderr, "%s: --timeout: '%s' is not a number of seconds "
+					"above 0\n", progname, optarg);
+				try_help("watch");
+				status = EXIT_USAGE;
+				goto out;
+			}
+			has_timeout = 1;
 			break;
 		case 'h':
 			usage_watch(stdout);
@@ -567,9 +888,11 @@ static int cmd_watch(int argc, char **argv)
 		status = EXIT_FAILURE;
 		goto out;
 	}
+	progress = (flags & NOTIFYX_WATCH_RECURSIVE) && isatty(STDERR_FILENO);
 	for (i = 0; i < nwatch; i++) {
 		const char *path = argv[optind + i];
-		int wd = notifyx_add_watch(nx, path, events, flags);
+		int wd = progress ? add_watch_progress(nx, path, events, flags) :
+				    notifyx_add_watch(nx, path, events, flags);
 
 		if (wd < 0) {
 			int err = errno;
@@ -615,17 +938,46 @@ static int cmd_watch(int argc, char **argv)
 		goto out;
 	}
 
-	while (live > 0 && !stop_signal) {
+	/* The time counts from when every watch is in place. */
+	if (has_timeout) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout.tv_sec;
+		deadline.tv_nsec += timeout.tv_nsec;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+
+	while (live > 0 && !stop_signal && (count == 0 || seen < count)) {
 		struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
 		const struct notifyx_event *ev, *end;
-		struct timespec now;
+		struct timespec now, left, *wait = NULL;
 		ssize_t n;
+		int r;
 
-		if (ppoll(&pfd, 1, NULL, &orig) < 0) {
+		if (has_timeout) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = deadline.tv_sec - now.tv_sec;
+			left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			wait = &left;
+		}
+		/* a stream of events does not keep the tool past its deadline */
+		r = wait && wait->tv_sec < 0 ? 0 : ppoll(&pfd, 1, wait, &orig);
+		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			report_error("poll", errno, 0, 0);
 			status = EXIT_FAILURE;
+			break;
+		}
+		if (r == 0) {
+			/* without a count, any event seen makes the run a success */
+			status = seen >= (count ? count : 1) ? EXIT_SUCCESS : EXIT_TIMEOUT;
 			break;
 		}
 		n = notifyx_read(nx, buf, bufsize);
@@ -639,7 +991,7 @@ static int cmd_watch(int argc, char **argv)
 		clock_gettime(CLOCK_REALTIME, &now);
 		ev = buf;
 		end = (const struct notifyx_event *)(const void *)((char *)buf + n);
-		for (; ev < end; ev = notifyx_event_next(ev)) {
+		for (; ev < end && (count == 0 || seen < count); ev = notifyx_event_next(ev)) {
 			const char *root = NULL;
 
 			if (ev->size < sizeof(*ev) || (size_t)((const char *)end - (const char *)ev) < ev->size)
@@ -658,10 +1010,23 @@ static int cmd_watch(int argc, char **argv)
 				if (!root)
 					root = "?";
 			}
-			if (format == FORMAT_JSON)
+			switch (format) {
+			case FORMAT_JSON:
 				print_json(stdout, ev, root, &now);
-			else
+				break;
+			case FORMAT_NUL:
+				print_nul(stdout, ev, root);
+				break;
+			case FORMAT_TEMPLATE:
+				print_template(stdout, template, ev, root, &now);
+				break;
+			default:
 				print_text(stdout, ev, root);
+				break;
+			}
+			/* ignored only closes a watch whose ending was reported */
+			if (ev->mask != NOTIFYX_IGNORED)
+				seen++;
 		}
 		if (fflush(stdout) != 0 || ferror(stdout)) {
 			report_error("standard output", errno, 0, 0);
@@ -729,6 +1094,18 @@ static int cmd_backends(int argc, char **argv)
 	return working ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+#ifndef NOTIFYX_TOOL_RUN
+/* This build found no libev (configure's HAVE_LIBEV): run is missing. */
+int tool_run(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "%s: run: this notifyx was built without libev, which "
+		"\"run\" needs\n", progname);
+	return EXIT_FAILURE;
+}
+#endif
+
 /* ---- main -------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -763,11 +1140,17 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	if (strcmp(cmd, "watch") == 0)
 		return cmd_watch(argc - optind, argv + optind);
+	if (strcmp(cmd, "run") == 0)
+		return tool_run(argc - optind, argv + optind);
 	if (strcmp(cmd, "backends") == 0)
 		return cmd_backends(argc - optind, argv + optind);
 	if (strcmp(cmd, "help") == 0) {
+		static char *run_help[] = { "run", "--help", NULL };
+
 		if (optind + 1 < argc && strcmp(argv[optind + 1], "watch") == 0)
 			usage_watch(stdout);
+		else if (optind + 1 < argc && strcmp(argv[optind + 1], "run") == 0)
+			return tool_run(2, run_help);
 		else
 			usage_main(stdout);
 		return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * notifyx run: run a command, and run it again after each burst of changes
+ * (as entr and watchexec do).
+ *
+ * Built on libev, as an application of libnotifyx would be:
+ *   ev_io     on notifyx_fd: read the events, (re)arm the debounce timer
+ *   ev_timer  debounce: the burst is over, run the command (again)
+ *   ev_child  the command ended
+ *   ev_signal SIGINT, SIGTERM, SIGHUP: stop the command, then exit
+ *
+ * The command leads a process group of its own, so that stopping it
+ * (--restart, or notifyx ending) reaches everything it started: SIGTERM and
+ * SIGCONT to the group, SIGKILL after STOP_GRACE seconds, and notifyx waits
+ * until no process of the group is left.  notifyx is a child subreaper
+ * (PR_SET_CHILD_SUBREAPER): the command's orphans become its children, which
+ * libev reaps, so none of them lingers as a zombie in the group.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <notifyx.h>
+
+#include "tool.h"
+
+#define STOP_GRACE 5.0      /* seconds between SIGTERM and SIGKILL */
+#define GROUP_CHECK 0.02    /* seconds between checks that a stopped group is gone */
+#define DEFAULT_DEBOUNCE 100 /* milliseconds */
+
+/* Events that a command reading the tree would cause itself: not by default. */
+#define READ_EVENTS (NOTIFYX_ACCESS | NOTIFYX_OPEN | NOTIFYX_CLOSE_NOWRITE)
+
+static void usage_run(FILE *f)
+{
+	fprintf(f,
+"Usage: notifyx run [OPTION]... PATH... -- COMMAND [ARG]...\n"
+"\n"
+"Run COMMAND, then run it again each time something changes in PATH...\n"
+"A burst of changes gives one run: COMMAND runs once no event came for\n"
+"the debounce time.  Changes while COMMAND runs give one more run after it\n"
+"ends, or with --restart stop it and start it again.\n"
+"\n"
+"Options:\n"
+"  -r, --recursive        watch whole directory trees\n"
+"  -b, --backend=NAME     auto (default), inotify, fanotify, dnotify or poll\n"
+"  -e, --event=EVENTS     events that count as a change (as for watch); the\n"
+"                         default is every event the backend supports but\n"
+"                         access, open and close_nowrite, which COMMAND itself\n"
+"                         causes when it reads the files\n"
+"  -x, --exclude=GLOB     ignore entries matching GLOB (as for watch)\n"
+"  -d, --debounce=MS      quiet time before a run, in milliseconds (default\n"
+"                         %d; 0 runs at once)\n"
+"      --restart          on a change, stop COMMAND if it still runs and\n"
+"                         start it again (for servers)\n"
+"  -p, --postpone         do not run COMMAND at start, only after a change\n"
+"  -h, --help             show this help\n"
+"\n"
+"COMMAND runs in a process group of its own, with standard input from\n"
+"/dev/null.  It is stopped with SIGTERM and SIGCONT to its group, then\n"
+"SIGKILL after %g seconds; notifyx waits until no process of the group is\n"
+"left.  SIGINT, SIGTERM and SIGHUP stop COMMAND this way and end notifyx.\n"
+"\n"
+"Exit status: 0 after SIGINT, SIGTERM or SIGHUP; 1 on an error (a PATH\n"
+"cannot be watched, COMMAND cannot be started, every PATH is gone); 2 on a\n"
+"usage error.  COMMAND's own status does not change it.\n",
+		DEFAULT_DEBOUNCE, STOP_GRACE);
+}
+
+struct run {
+	struct ev_loop *loop;
+	struct notifyx *nx;
+	char **cmd;
+	int restart;
+	double delay;   /* the debounce time, in seconds */
+	ev_io io;
+	ev_timer debounce;
+	ev_timer kill_timer;
+	ev_timer group_timer;
+	ev_child child;
+	ev_signal sig[3];
+	pid_t pid;      /* the running command; 0 when none */
+	pid_t pgid;     /* its process group, until no process of it is left; else 0 */
+	int pending;    /* a run is due */
+	int stopping;   /* the group was told to stop */
+	int quitting;   /* exit once the group is gone */
+	int live;       /* watches that have not ended */
+	int status;     /* notifyx's exit status */
+	char *buf;
+	size_t bufsize;
+};
+
+static void stop_group(struct run *r);
+
+static int group_alive(pid_t pgid)
+{
+	return pgid > 0 && (kill(-pgid, 0) == 0 || errno == EPERM);
+}
+
+static void spawn(struct run *r)
+{
+	pid_t pid;
+	sigset_t none;
+
+	r->pending = 0;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		report_error("fork", errno, 0, 0);
+		r->status = EXIT_FAILURE;
+		ev_break(r->loop, EVBREAK_ALL);
+		return;
+	}
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		setpgid(0, 0);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			if (fd != STDIN_FILENO)
+				close(fd);
+		}
+		/* libev's handlers go away with exec; its mask must too */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execvp(r->cmd[0], r->cmd);
+		fprintf(stderr, "%s: %s: %s\n", progname, r->cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	/* in the parent too, so that the group exists before anyone signals it */
+	setpgid(pid, pid);
+	r->pid = pid;
+	r->pgid = pid;
+	ev_child_set(&r->child, pid, 0);
+	ev_child_start(r->loop, &r->child);
+}
+
+/* Starts a due run when nothing stands in its way. */
+static void maybe_spawn(struct run *r)
+{
+	if (!r->pending || r->quitting || r->stopping || r->pid)
+		return;
+	if (r->restart && group_alive(r->pgid)) {
+		/* what the last run left behind goes first */
+		stop_group(r);
+		return;
+	}
+	spawn(r);
+}
+
+static void group_gone(struct run *r)
+{
+	ev_timer_stop(r->loop, &r->group_timer);
+	ev_timer_stop(r->loop, &r->kill_timer);
+	r->stopping = 0;
+	r->pgid = 0;
+	if (r->quitting)
+		ev_break(r->loop, EVBREAK_ALL);
+	else
+		maybe_spawn(r);
+}
+
+static void stop_group(struct run *r)
+{
+	if (r->stopping)
+		return;
+	if (!group_alive(r->pgid)) {
+		group_gone(r);
+		return;
+	}
+	r->stopping = 1;
+	kill(-r->pgid, SIGTERM);
+	kill(-r->pgid, SIGCONT); /* a stopped process acts on SIGTERM only once continued */
+	ev_timer_set(&r->kill_timer, STOP_GRACE, 0.);
+	ev_timer_start(r->loop, &r->kill_timer);
+	ev_timer_set(&r->group_timer, GROUP_CHECK, GROUP_CHECK);
+	ev_timer_start(r->loop, &r->group_timer);
+}
+
+static void on_kill_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (r->pgid > 0)
+		kill(-r->pgid, SIGKILL);
+}
+
+static void on_group_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (!group_alive(r->pgid))
+		group_gone(r);
+}
+
+static void on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)revents;
+	ev_child_stop(loop, w);
+	r->pid = 0;
+	if (r->stopping)
+		return; /* the group timer sees the rest of the group go */
+	if (r->quitting) {
+		stop_group(r);
+		return;
+	}
+	maybe_spawn(r);
+}
+
+static void on_debounce(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct run *r = w->data;
+
+	(void)loop;
+	(void)revents;
+	r->pending = 1;
+	if (r->pid && r->restart)
+		stop_group(r);
+	else
+		maybe_spawn(r);
+}
+
+static void quit(struct run *r, int status)
+{
+	if (status != EXIT_SUCCESS)
+		r->status = status;
+	r->quitting = 1;
+	ev_io_stop(r->loop, &r->io);
+	ev_timer_stop(r->loop, &r->debounce);
+	stop_group(r);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	quit(w->data, EXIT_SUCCESS);
+}
+
+static void on_events(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct run *r = w->data;
+	int changed = 0;
+	ssize_t n;
+
+	(void)revents;
+	while ((n = notifyx_read(r->nx, r->buf, r->bufsize)) > 0) {
+		const struct notifyx_event *ev = (const void *)r->buf;
+		const char *end = r->buf + n;
+
+		for (; (const char *)ev < end; ev = notifyx_event_next(ev)) {
+			if (ev->mask == NOTIFYX_IGNORED)
+				r->live--;
+			else
+				changed = 1;
+		}
+	}
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		report_error("read", errno, 0, 0);
+		quit(r, EXIT_FAILURE);
+		return;
+	}
+	if (changed) {
+		/* every event pushes the run back: a burst gives one run */
+		ev_timer_stop(loop, &r->debounce);
+		ev_timer_set(&r->debounce, r->delay, 0.);
+		ev_timer_start(loop, &r->debounce);
+	}
+	if (r->live <= 0) {
+		fprintf(stderr, "%s: run: every watched PATH is gone\n", progname);
+		quit(r, EXIT_FAILURE);
+	}
+}
+
+static const struct option run_long[] = {
+	{ "recursive", no_argument,       NULL, 'r' },
+	{ "backend",   required_argument, NULL, 'b' },
+	{ "event",     required_argument, NULL, 'e' },
+	{ "events",    required_argument, NULL, 'e' },
+	{ "exclude",   required_argument, NULL, 'x' },
+	{ "debounce",  required_argument, NULL, 'd' },
+	{ "restart",   no_argument,       NULL, 'R' },
+	{ "postpone",  no_argument,       NULL, 'p' },
+	{ "help",      no_argument,       NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int tool_run(int argc, char **argv)
+{
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	struct run r = { .status = EXIT_SUCCESS };
+	struct notifyx_config cfg;
+	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
+	int want_all = 0, postpone = 0, opt, nopt, i, npath, nexclude = 0;
+	long debounce = DEFAULT_DEBOUNCE;
+	const char **excludes;
+	char *end;
+
+	excludes = calloc((size_t)argc, sizeof(*excludes));
+	if (!excludes) {
+		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+		return EXIT_FAILURE;
+	}
+
+	/* Options and PATHs end at the first "--"; COMMAND follows it. */
+	for (nopt = 1; nopt < argc && strcmp(argv[nopt], "--") != 0; nopt++)
+		;
+	optind = 0;
+	while ((opt = getopt_long(nopt, argv, "rb:e:x:d:ph", run_long, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			flags |= NOTIFYX_WATCH_RECURSIVE;
+			break;
+		case 'b':
+			if (parse_backend(optarg, &backend) < 0) {
+				fprintf(stderr, "%s: unknown backend '%s' (known: auto, "
+					"inotify, fanotify, dnotify, poll)\n", progname, optarg);
+				goto usage;
+			}
+			break;
+		case 'e':
+			if (parse_events(optarg, &events, &want_all) < 0)
+				goto usage;
+			break;
+		case 'x':
+			excludes[nexclude++] = optarg;
+			break;
+		case 'd':
+			errno = 0;
+			debounce = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || debounce < 0 || debounce > 86400000) {
+				fprintf(stderr, "%s: --debounce: '%s' is not a number of "
+					"milliseconds\n", progname, optarg);
+				goto usage;
+			}
+			break;
+		case 'R':
+			r.restart = 1;
+			break;
+		case 'p':
+			postpone = 1;
+			break;
+		case 'h':
+			usage_run(stdout);
+			free(excludes);
+			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+		default:
+			goto usage;
+		}
+	}
+	npath = nopt - optind;
+	if (npath <= 0) {
+		fprintf(stderr, "%s: run: no PATH given\n", progname);
+		goto usage;
+	}
+	if (nopt + 1 >= argc) {
+		fprintf(stderr, "%s: run: no COMMAND given (put it after --)\n", progname);
+		goto usage;
+	}
+	r.cmd = argv + nopt + 1;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = sizeof(cfg);
+	cfg.backend = backend;
+	cfg.flags = NOTIFYX_NONBLOCK;
+	r.nx = notifyx_open(&cfg);
+	if (!r.nx) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "backend %s", backend_name(backend));
+		report_error(what, errno, backend, 1);
+		free(excludes);
+		return EXIT_FAILURE;
+	}
+	if (events == 0 || want_all)
+		events |= notifyx_supported_events(r.nx) & NOTIFYX_ALL_EVENTS &
+			  (want_all ? NOTIFYX_ALL_EVENTS : ~(uint32_t)READ_EVENTS);
+	for (i = 0; i < nexclude; i++) {
+		if (notifyx_exclude(r.nx, excludes[i]) < 0) {
+			report_error(excludes[i], errno, notifyx_backend(r.nx), 0);
+			r.status = EXIT_FAILURE;
+			goto out;
+		}
+	}
+	for (i = optind; i < nopt; i++) {
+		if (notifyx_add_watch(r.nx, argv[i], events, flags) < 0) {
+			int err = errno;
+
+			report_error(argv[i], err, notifyx_backend(r.nx), 0);
+			r.status = EXIT_FAILURE;
+			goto out;
+		}
+	}
+	r.live = npath;
+
+	r.bufsize = NOTIFYX_EVENT_MAX > 65536 ? NOTIFYX_EVENT_MAX : 65536;
+	r.buf = malloc(r.bufsize);
+	r.loop = ev_default_loop(EVFLAG_AUTO);
+	if (!r.buf || !r.loop) {
+		fprintf(stderr, "%s: run: %s\n", progname,
+			r.buf ? "cannot start the libev loop" : strerror(ENOMEM));
+		r.status = EXIT_FAILURE;
+		goto out;
+	}
+	/* the command's orphans come back to notifyx, which reaps them */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	ev_io_init(&r.io, on_events, notifyx_fd(r.nx), EV_READ);
+	r.delay = debounce / 1000.0;
+	ev_timer_init(&r.debounce, on_debounce, r.delay, 0.);
+	ev_timer_init(&r.kill_timer, on_kill_timer, STOP_GRACE, 0.);
+	ev_timer_init(&r.group_timer, on_group_timer, GROUP_CHECK, GROUP_CHECK);
+	ev_child_init(&r.child, on_child, 0, 0);
+	r.io.data = r.debounce.data = r.kill_timer.data = r.group_timer.data = &r;
+	r.child.data = &r;
+	ev_io_start(r.loop, &r.io);
+	for (i = 0; i < 3; i++) {
+		struct sigaction old;
+
+		/* a signal ignored when notifyx started stays ignored */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		ev_signal_init(&r.sig[i], on_signal, sigs[i]);
+		r.sig[i].data = &r;
+		ev_signal_start(r.loop, &r.sig[i]);
+	}
+
+	if (!postpone) {
+		r.pending = 1;
+		spawn(&r);
+	}
+	ev_run(r.loop, 0);
+
+out:
+	free(r.buf);
+	free(excludes);
+	notifyx_close(r.nx);
+	return r.status;
+
+usage:
+	free(excludes);
+	try_help("run");
+	return EXIT_USAGE;
+}
