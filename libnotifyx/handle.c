@@ -22,7 +22,7 @@ static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = NULL,
 	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
-	[NOTIFYX_BACKEND_POLL] = NULL,
+	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
