@@ -98,6 +98,7 @@ static int poll_process(struct notifyx *nx)
 const struct nx_backend nx_backend_poll = {
 	.name = "poll",
 	.id = NOTIFYX_BACKEND_POLL,
+	.event_flags = NOTIFYX_EVENT_SYNTHETIC,
 	.supported = poll_supported,
 	.open = poll_open,
 	.close = poll_close,

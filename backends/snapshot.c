@@ -479,6 +479,15 @@ static void arrival_tree(struct diff *d, struct nx_snode *c)
 		arrival_tree(d, c->kids[i]);
 }
 
+/* The directory at this name is another filesystem's root now, or was: a
+ * mount or unmount, not a change the application made.  What vanished with
+ * (or under) a filesystem is not listed: the watch gets an OVERFLOW. */
+static bool remounted(const struct nx_snode *v, const struct nx_snode *c)
+{
+	return nx_snode_isdir(v) && nx_snode_isdir(c) && !same_id(&v->a, &c->a) &&
+	       (v->a.dev != v->parent->a.dev || c->a.dev != c->parent->a.dev);
+}
+
 static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 {
 	uint32_t i = 0, j = 0;
@@ -499,7 +508,7 @@ static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 		} else {
 			if (same_id(&x->a, &y->a)) {
 				collect(d, x, y);
-			} else {
+			} else if (!remounted(x, y)) {
 				gone_tree(d, x);
 				arrival_tree(d, y);
 			}
@@ -804,6 +813,8 @@ static void plain(struct diff *d, uint32_t wi, const struct nx_snode *v, const s
 		} else if (same_id(&x->a, &y->a)) {
 			attrs(d, wi, x, y, l);
 			plain(d, wi, x, y, l);
+		} else if (remounted(x, y)) {
+			d->emit(d->ctx, wi, NOTIFYX_OVERFLOW, 0, 0, "", 0, NULL, 0);
 		} else {
 			/* Replaced: the old directory's entries go, then the arrival. */
 			delete_kids(d, wi, x, l);

@@ -100,7 +100,9 @@ struct nx_sdiff_watch {
 };
 
 /* One event: mask is one NOTIFYX_* type, flags NOTIFYX_EVENT_* (ISDIR,
- * EXCHANGE), paths relative to the watch's root. */
+ * EXCHANGE), paths relative to the watch's root.  NOTIFYX_OVERFLOW (path "")
+ * says a filesystem was mounted or unmounted below the root: what it hid or
+ * held is not listed. */
 typedef void (*nx_semit_fn)(void *ctx, size_t watch, uint32_t mask, uint32_t flags,
 			    uint32_t cookie, const char *path, size_t path_len, const char *old,
 			    size_t old_len);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,7 +268,8 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 	if (w->ended || w->overflowed)
 		return;
 	/* Queued past queue_max: one OVERFLOW per watch is what limits a run of losses. */
-	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, 0, 0, 0, "", 0, NULL, 0))
+	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, nx->ops->event_flags, 0, 0, "",
+			  0, NULL, 0))
 		w->overflowed = true;
 }
 
@@ -287,7 +289,8 @@ void nx_end_watch(struct notifyx *nx, struct nx_watch *w)
 	w->ended = true;
 	nx->ops->rm_watch(nx, w);
 	/* IGNORED is always queued, whatever the limit: it is the last event. */
-	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, 0, 0, 0, "", 0, NULL, 0)) {
+	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, nx->ops->event_flags, 0, 0,
+			      "", 0, NULL, 0)) {
 		/* Out of memory: nothing sensible but to wait for memory. */
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
@@ -327,6 +330,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 		nx_lost(nx, w);
 		return false;
 	}
+	flags |= nx->ops->event_flags;
 	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
 		nx_lost(nx, w);
 		return false;
@@ -530,7 +534,10 @@ static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
 NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 {
 	struct epoll_event ev;
+	bool masked = false;
+	sigset_t mask;
 	size_t done;
+	int err;
 
 	if (!usable(nx))
 		return -1;
@@ -538,9 +545,19 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
+	/* A blocking read processes with signals blocked and waits with the
+	 * caller's mask (as pselect does), so a signal that comes while it
+	 * processes still ends the wait: like poll(2), a caught signal ends a
+	 * blocking read with EINTR. */
+	if (!nx->queue.count && !(nx->flags & NOTIFYX_NONBLOCK)) {
+		sigset_t all;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &mask);
+		masked = true;
+	}
 	while (!nx->queue.count) {
 		if (nx->ops->process(nx) < 0 && !nx->queue.count)
-			return -1;
+			goto fail;
 		if (nx->queue.count)
 			break;
 		sync_ready(nx);
@@ -548,10 +565,11 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 			errno = EAGAIN;
 			return -1;
 		}
-		/* Like poll(2): a caught signal ends the wait with EINTR. */
-		if (epoll_wait(nx->epfd, &ev, 1, -1) < 0 && errno != EAGAIN)
-			return -1;
+		if (epoll_pwait(nx->epfd, &ev, 1, -1, &mask) < 0 && errno != EAGAIN)
+			goto fail;
 	}
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	done = copy_out(nx, buf, len);
 	sync_ready(nx);
 	if (!done) {
@@ -559,4 +577,10 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		return -1;
 	}
 	return (ssize_t)done;
+fail:
+	err = errno;
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = err;
+	return -1;
 }
