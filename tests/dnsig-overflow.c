@@ -149,6 +149,7 @@ static int child(enum mode mode)
 		rmdir(paths[i]);
 	}
 	nx_dnsig_close(c);
+	fflush(stdout); /* the child ends with _exit */
 	return ret;
 }
 

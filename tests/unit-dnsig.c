@@ -16,13 +16,16 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -688,6 +691,164 @@ static void test_fork_child_closes(void **state)
 	dir_remove(&d);
 }
 
+/* ---- many directories, churn ---- */
+
+#define MANY 17000 /* more than a default 64 KiB pipe holds (16384 ints) */
+
+static void test_many_directories(void **state)
+{
+	struct rlimit rl;
+	struct nx_dnsig *c;
+	struct dir top;
+	int *fds;
+	struct got g;
+	bool ov = false;
+	sigset_t set, old;
+	int reports = 0, n;
+	char name[32];
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < MANY + 64) {
+		print_message("skipped: RLIMIT_NOFILE allows %lu descriptors, %d needed\n",
+			      (unsigned long)rl.rlim_max, MANY + 64);
+		skip();
+	}
+	rl.rlim_cur = rl.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	dir_make(&top);
+	c = chan(0);
+	fds = calloc(MANY, sizeof(*fds));
+	assert_non_null(fds);
+	for (int i = 0; i < MANY; i++) {
+		snprintf(name, sizeof(name), "%d", i);
+		assert_int_equal(mkdirat(top.fd, name, 0755), 0);
+		fds[i] = openat(top.fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(nx_dnsig_watch(c, fds[i], DN_CREATE), 0);
+	}
+	/* Every directory signalled before the first drain: they all fit. */
+	sigemptyset(&set);
+	sigaddset(&set, nx_dnsig_signal(c));
+	assert_int_equal(pthread_sigmask(SIG_BLOCK, &set, &old), 0);
+	for (int i = 0; i < MANY; i++)
+		assert_int_equal(mkdirat(fds[i], "d", 0755), 0);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+	while (readable(c, QUIET_MS)) {
+		g.n = 0;
+		n = nx_dnsig_drain(c, collect, &g, &ov);
+		assert_true(n >= 0);
+		if (ov)
+			break;
+		reports += n;
+	}
+	print_message("%d directories: %d reports, overflow %d\n", MANY, reports, ov);
+	assert_false(ov);
+	assert_int_equal(reports, MANY);
+	for (int i = 0; i < MANY; i++) {
+		nx_dnsig_unwatch(c, fds[i]);
+		assert_int_equal(unlinkat(fds[i], "d", AT_REMOVEDIR), 0);
+		close(fds[i]);
+		snprintf(name, sizeof(name), "%d", i);
+		assert_int_equal(unlinkat(top.fd, name, AT_REMOVEDIR), 0);
+	}
+	free(fds);
+	nx_dnsig_close(c);
+	dir_remove(&top);
+}
+
+/* Channels opened, used and closed in two threads, while a third raises
+ * SIGIO (its handler walks the list of channels being changed) and the main
+ * thread's channel keeps receiving: the handlers never touch freed memory
+ * (run under ASan or valgrind to see it) and nothing is misrouted. */
+#define CHURN_ROUNDS 300
+
+static atomic_bool churn_stop;
+
+static void *churner(void *arg)
+{
+	int *bad = arg;
+	struct dir d;
+
+	strcpy(d.path, "/tmp/nx-dnsig-XXXXXX");
+	if (!mkdtemp(d.path) || (d.fd = open(d.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		(*bad)++;
+		return NULL;
+	}
+	for (int i = 0; i < CHURN_ROUNDS; i++) {
+		struct nx_dnsig *c;
+		struct got g = { .n = 0 };
+		bool ov;
+		int fd;
+
+		if (nx_dnsig_open(i % 2 ? 0 : SIGRTMIN + 9, &c) < 0 ||
+		    nx_dnsig_watch(c, d.fd, ALL_DN) < 0) {
+			(*bad)++;
+			break;
+		}
+		if ((fd = openat(d.fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+			close(fd);
+		if (i % 3 && readable(c, WAIT_MS) && nx_dnsig_drain(c, collect, &g, &ov) >= 0) {
+			for (int k = 0; k < g.n && k < 64; k++)
+				*bad += g.fd[k] != d.fd;
+		}
+		if (i % 2)
+			nx_dnsig_unwatch(c, d.fd);
+		nx_dnsig_close(c); /* with or without the directory still watched */
+		unlinkat(d.fd, "f", 0);
+	}
+	close(d.fd);
+	rmdir(d.path);
+	return NULL;
+}
+
+static void *sigio_raiser(void *arg)
+{
+	while (!atomic_load(&churn_stop)) {
+		kill(getpid(), SIGIO);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void test_churn(void **state)
+{
+	struct nx_dnsig *c = chan(0); /* keeps SIGIO the library's throughout */
+	pthread_t t[3];
+	int bad[2] = { 0, 0 }, reports = 0;
+	struct dir d;
+	struct got g;
+	bool ov;
+
+	dir_make(&d);
+	assert_int_equal(nx_dnsig_watch(c, d.fd, ALL_DN), 0);
+	atomic_store(&churn_stop, false);
+	assert_int_equal(pthread_create(&t[0], NULL, churner, &bad[0]), 0);
+	assert_int_equal(pthread_create(&t[1], NULL, churner, &bad[1]), 0);
+	assert_int_equal(pthread_create(&t[2], NULL, sigio_raiser, NULL), 0);
+	for (int i = 0; i < 200; i++) {
+		touch(&d, "main");
+		g.n = 0;
+		if (readable(c, WAIT_MS) && nx_dnsig_drain(c, collect, &g, &ov) > 0) {
+			for (int k = 0; k < g.n && k < 64; k++)
+				assert_int_equal(g.fd[k], d.fd);
+			reports++;
+		}
+	}
+	assert_int_equal(pthread_join(t[0], NULL), 0);
+	assert_int_equal(pthread_join(t[1], NULL), 0);
+	atomic_store(&churn_stop, true);
+	assert_int_equal(pthread_join(t[2], NULL), 0);
+	print_message("main channel: %d drains with reports; churn errors %d, %d\n", reports,
+		      bad[0], bad[1]);
+	assert_int_equal(bad[0], 0);
+	assert_int_equal(bad[1], 0);
+	assert_true(reports > 0);
+	nx_dnsig_close(c);
+	assert_true(is_dfl(SIGIO));
+	assert_true(is_dfl(SIGRTMIN + 9));
+	dir_remove(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -705,6 +866,8 @@ int main(void)
 		cmocka_unit_test(test_sigio_chained),
 		cmocka_unit_test(test_no_descriptor_kept),
 		cmocka_unit_test(test_fork_child_closes),
+		cmocka_unit_test(test_many_directories),
+		cmocka_unit_test(test_churn),
 	};
 
 	if (nx_dnsig_probe() < 0) {
