@@ -45,6 +45,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <time.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -422,18 +423,34 @@ static void drain(void)
 	}
 }
 
-/* Drain until the descriptor stays unreadable for quiet_ms. */
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Drain until no event has come for quiet_ms.  Readiness alone does not
+ * tell: it can be spurious (a scanning backend's timer makes the
+ * descriptor readable at each interval, whether anything changed or not). */
 static void sync_copy(int quiet_ms)
 {
 	struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
-	int r;
+	long since = now_ms(), left;
+	unsigned long before;
 
-	do {
+	while (!got_term) {
+		before = events;
 		drain();
-		r = poll(&pfd, 1, quiet_ms);
-		if (r < 0 && errno != EINTR)
+		if (events != before)
+			since = now_ms();
+		left = since + quiet_ms - now_ms();
+		if (left <= 0)
+			break;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
 			fatal("poll");
-	} while (r != 0 && !got_term);
+	}
 	fflush(stderr);
 	printf("synced events=%lu overflows=%lu anomalies=%lu errors=%lu\n",
 	       events, overflows, anomalies, errors);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = NULL,
 	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
-	[NOTIFYX_BACKEND_POLL] = NULL,
+	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
@@ -268,7 +269,8 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 	if (w->ended || w->overflowed)
 		return;
 	/* Queued past queue_max: one OVERFLOW per watch is what limits a run of losses. */
-	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, 0, 0, 0, "", 0, NULL, 0))
+	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, nx->ops->event_flags, 0, 0, "",
+			  0, NULL, 0))
 		w->overflowed = true;
 }
 
@@ -288,7 +290,8 @@ void nx_end_watch(struct notifyx *nx, struct nx_watch *w)
 	w->ended = true;
 	nx->ops->rm_watch(nx, w);
 	/* IGNORED is always queued, whatever the limit: it is the last event. */
-	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, 0, 0, 0, "", 0, NULL, 0)) {
+	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, nx->ops->event_flags, 0, 0,
+			      "", 0, NULL, 0)) {
 		/* Out of memory: nothing sensible but to wait for memory. */
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
@@ -328,6 +331,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 		nx_lost(nx, w);
 		return false;
 	}
+	flags |= nx->ops->event_flags;
 	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
 		nx_lost(nx, w);
 		return false;
@@ -531,7 +535,10 @@ static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
 NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	bool masked = false;
+	sigset_t mask;
 	size_t done;
+	int err;
 
 	if (!usable(nx))
 		return -1;
@@ -540,9 +547,19 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
+	/* A blocking read processes with signals blocked and waits with the
+	 * caller's mask (as pselect does), so a signal that comes while it
+	 * processes still ends the wait: like poll(2), a caught signal ends a
+	 * blocking read with EINTR. */
+	if (!nx->queue.count && !(nx->flags & NOTIFYX_NONBLOCK)) {
+		sigset_t all;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &mask);
+		masked = true;
+	}
 	while (!nx->queue.count) {
 		if (nx->ops->process(nx) < 0 && !nx->queue.count)
-			return -1;
+			goto fail;
 		if (nx->queue.count)
 			break;
 		sync_ready(nx);
@@ -550,12 +567,14 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 			errno = EAGAIN;
 			return -1;
 		}
-		/* poll(2), not epoll_wait(2): a caught signal ends the wait with
-		 * EINTR, but a stop and SIGCONT (job control, a debugger) does not,
-		 * where epoll_wait would fail with EINTR (signal(7)). */
-		if (poll(&pfd, 1, -1) < 0 && errno != EAGAIN)
-			return -1;
+		/* ppoll(2), not epoll_pwait(2): a caught signal ends the wait
+		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
+		 * does not, where epoll_wait would fail with EINTR (signal(7)). */
+		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN)
+			goto fail;
 	}
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	done = copy_out(nx, buf, len);
 	sync_ready(nx);
 	if (!done) {
@@ -563,4 +582,10 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		return -1;
 	}
 	return (ssize_t)done;
+fail:
+	err = errno;
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = err;
+	return -1;
 }

@@ -140,6 +140,9 @@ struct notifyx;
 struct nx_backend {
 	const char *name;
 	uint32_t id;
+	/* NOTIFYX_EVENT_* flags on every event of this backend, IGNORED and
+	 * OVERFLOW included (SYNTHETIC for the scanning backends). */
+	uint32_t event_flags;
 	/* The events this backend delivers on this handle. */
 	uint32_t (*supported)(const struct notifyx *nx);
 	/* Sets up kernel objects and adds their descriptors to nx->epfd. */
@@ -158,6 +161,7 @@ struct nx_backend {
 };
 
 extern const struct nx_backend nx_backend_inotify;
+extern const struct nx_backend nx_backend_poll;
 
 /* ---- the handle ---- */
 

@@ -31,6 +31,8 @@ mirror=$top_builddir/examples/mirror
 churn=$top_builddir/tests/churn
 ops=${MIRROR_CHURN_OPS:-2000}
 me="mirror-churn[$backend]"
+scanning=0
+case $backend in dnotify | poll) scanning=1 ;; esac
 
 for p in "$mirror" "$churn"; do
 	if ! test -x "$p"; then
@@ -89,7 +91,9 @@ kill -STOP "$(pid_of m)"
 (cd "$tree" && "$churn" -s 5 -n 1000 -p 0 src outside) 2>/dev/null || fail "churn failed"
 kill -CONT "$(pid_of m)"
 sync_mirror m
-test "$overflows" -gt 0 || fail "no OVERFLOW after about 30000 events while stopped"
+# A scanning backend sees only the state after the burst: nothing is lost.
+test "$overflows" -gt 0 || test "$scanning" = 1 ||
+	fail "no OVERFLOW after about 30000 events while stopped"
 compare m "$src" "$work/copy" "after $overflows OVERFLOW(s) and resync"
 check_clean m "burst"
 find "$src" -name '[0-9]*' -exec rm -rf {} +
@@ -114,7 +118,8 @@ kill -STOP "$(pid_of q)"
 mkdir "$src2/d/after" && touch "$src2/d/after/g" "$src2/burst/last" || fail "burst failed"
 kill -CONT "$(pid_of q)"
 sync_mirror q
-test "$overflows" -gt 0 || fail "queue_max 64: no OVERFLOW after 600 events while stopped"
+test "$overflows" -gt 0 || test "$scanning" = 1 ||
+	fail "queue_max 64: no OVERFLOW after 600 events while stopped"
 compare q "$src2" "$work/copy2" "queue_max 64: after $overflows OVERFLOW(s) and resync"
 check_clean q "queue_max 64"
 kill -TERM "$(pid_of q)"

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The poll backend: every poll_interval_ms (a timerfd in the handle's epoll
+ * set) each watch's tree is read again and diffed against what was reported
+ * (backends/snapshot.c).  It needs nothing from the kernel but directory
+ * listings, so it works on any filesystem: network filesystems, FUSE,
+ * /proc-like trees.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "nx.h"
+#include "snapshot.h"
+
+struct pollb {
+	int timerfd;
+	struct nx_scanner scanner;
+};
+
+/* What a comparison of two states can tell; OPEN, ACCESS and the CLOSE
+ * events are operations that leave no trace in a state. */
+#define SCAN_EVENTS                                                                      \
+	(NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |          \
+	 NOTIFYX_MOVED_IN | NOTIFYX_MODIFY | NOTIFYX_ATTRIB | NOTIFYX_DELETE_SELF |      \
+	 NOTIFYX_MOVE_SELF)
+
+static uint32_t poll_supported(const struct notifyx *nx)
+{
+	(void)nx;
+	return SCAN_EVENTS;
+}
+
+static int poll_open(struct notifyx *nx)
+{
+	struct pollb *pb = calloc(1, sizeof(*pb));
+	struct itimerspec its = { 0 };
+	int err;
+
+	if (!pb)
+		return -1;
+	its.it_value.tv_sec = nx->poll_interval_ms / 1000;
+	its.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
+	its.it_interval = its.it_value;
+	pb->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (pb->timerfd < 0 || timerfd_settime(pb->timerfd, 0, &its, NULL) < 0 ||
+	    nx_epoll_add(nx, pb->timerfd) < 0) {
+		err = errno;
+		if (pb->timerfd >= 0)
+			close(pb->timerfd);
+		free(pb);
+		errno = err;
+		return -1;
+	}
+	nx->bdata = pb;
+	return 0;
+}
+
+static void poll_close(struct notifyx *nx)
+{
+	struct pollb *pb = nx->bdata;
+
+	close(pb->timerfd);
+	nx_scanner_free(&pb->scanner);
+	free(pb);
+}
+
+static int poll_add_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct pollb *pb = nx->bdata;
+
+	return nx_scanner_add(nx, &pb->scanner, w);
+}
+
+static void poll_rm_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct pollb *pb = nx->bdata;
+
+	nx_scanner_rm(&pb->scanner, w);
+}
+
+static int poll_process(struct notifyx *nx)
+{
+	struct pollb *pb = nx->bdata;
+	uint64_t ticks;
+
+	/* Scans run when the interval has passed, whoever asks. */
+	if (read(pb->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return 0;
+	nx_scanner_run(nx, &pb->scanner, true);
+	return 0;
+}
+
+const struct nx_backend nx_backend_poll = {
+	.name = "poll",
+	.id = NOTIFYX_BACKEND_POLL,
+	.event_flags = NOTIFYX_EVENT_SYNTHETIC,
+	.supported = poll_supported,
+	.open = poll_open,
+	.close = poll_close,
+	.add_watch = poll_add_watch,
+	.rm_watch = poll_rm_watch,
+	.process = poll_process,
+};

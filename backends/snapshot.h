@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The snapshot/diff engine of the scanning backends (poll, dnotify).
+ *
+ * A snapshot is a tree of nodes, one per directory entry, each with what
+ * stat tells about it.  Reading a snapshot touches the filesystem; the diff
+ * is a pure function over memory: given, for each watch of a handle, its
+ * last snapshot and a new one, it reports the events that turn the first
+ * into the second (in an order a mirror can apply one by one), moves
+ * matched by identity: inode number plus birth time or generation, so that
+ * a freed inode number handed to a new file is never taken for a rename.
+ */
+#ifndef NX_SNAPSHOT_H
+#define NX_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct nx_sattr {
+	uint64_t ino;
+	uint64_t dev;
+	uint64_t id2;    /* birth time in ns, or the inode generation; see has_id2 */
+	uint64_t size;
+	int64_t mtime;   /* ns */
+	int64_t ctime;   /* ns */
+	uint32_t mode;   /* with the type bits */
+	uint32_t uid, gid, nlink;
+	bool has_id2;
+};
+
+struct nx_snode {
+	struct nx_snode *parent;
+	struct nx_snode **kids; /* sorted by name (memcmp order) */
+	uint32_t nkids, cap;
+	bool entered;           /* a directory whose entries were read (kids is its listing) */
+	bool name_alloc;        /* name was allocated apart from the node */
+	uint8_t state;          /* diff scratch */
+	struct nx_snode *pair;  /* diff scratch: the other side of a move */
+	struct nx_snode *hnext; /* diff scratch: chain of one identity */
+	uint32_t widx;          /* diff scratch, roots only: the watch's index */
+	struct nx_sattr a;
+	uint32_t name_len;
+	char *name;             /* "" for a root */
+	char name_buf[];
+};
+
+static inline bool nx_snode_isdir(const struct nx_snode *n)
+{
+	return (n->a.mode & 0170000) == 0040000;
+}
+
+/* How a tree is read. */
+struct nx_sread {
+	bool recursive;    /* enter subdirectories (else only the root's listing) */
+	bool xdev;         /* do not enter directories of another device than the root */
+	/* Called with the path relative to the root and the name of each
+	 * directory before it is entered; true keeps it out. May be NULL. */
+	bool (*skip_dir)(void *ctx, const char *path, const char *name);
+	void *ctx;
+	/* The previous snapshot, if any: lets an unchanged entry keep an
+	 * identity that is costly to read (the generation). May be NULL. */
+	const struct nx_snode *prev;
+	/* Statistics, added to. */
+	uint64_t entries;
+	uint64_t syscalls;
+	/* Called with each directory descriptor just opened (and its node,
+	 * and its path relative to the root): returns 1 when it keeps fd open
+	 * (the reader then never closes it), 0 when not, -1 to stop the read
+	 * with errno (the tree is then freed).  May be NULL. */
+	int (*on_dir)(void *ctx, struct nx_snode *n, int fd, const char *path);
+};
+
+/* Reads the tree at fd (any descriptor of the root, O_PATH included).  The
+ * root is a directory (listed, and entered below when recursive) or any
+ * other file (no listing).  Returns NULL with errno on failure; entries that
+ * vanish while being read are left out, directories that cannot be opened
+ * are kept without a listing. */
+struct nx_snode *nx_snap_read(int fd, struct nx_sread *r);
+/* A root with the attributes of n and no entries (a directory read as empty). */
+struct nx_snode *nx_snap_empty(const struct nx_snode *n);
+void nx_snap_free(struct nx_snode *n);
+/* The entry of dir named name, or NULL. */
+struct nx_snode *nx_snap_find(const struct nx_snode *dir, const char *name, size_t len);
+/* Builds a tree from memory (tests, fuzzing): a new node under parent (NULL
+ * for a root); NULL with ENOMEM, or EEXIST when the name is taken. */
+struct nx_snode *nx_snap_add(struct nx_snode *parent, const char *name, size_t len,
+			     const struct nx_sattr *a);
+
+/* ---- the diff ---- */
+
+#define NX_SDIFF_RECURSIVE 0x1u /* the trees hold the whole tree */
+#define NX_SDIFF_LIST      0x2u /* a directory moved in gets its entries listed */
+
+struct nx_sdiff_watch {
+	struct nx_snode *old; /* taken apart by the diff: free it afterwards */
+	struct nx_snode *cur; /* untouched: the next diff's old */
+	uint32_t flags;
+};
+
+/* One event: mask is one NOTIFYX_* type, flags NOTIFYX_EVENT_* (ISDIR,
+ * EXCHANGE), paths relative to the watch's root.  NOTIFYX_OVERFLOW (path "")
+ * says a filesystem was mounted or unmounted below the root: what it hid or
+ * held is not listed. */
+typedef void (*nx_semit_fn)(void *ctx, size_t watch, uint32_t mask, uint32_t flags,
+			    uint32_t cookie, const char *path, size_t path_len, const char *old,
+			    size_t old_len);
+
+/* Reports, through emit, the events that turn every w[i].old into w[i].cur:
+ * moves between watches are MOVED_OUT/MOVED_IN pairs with a cookie from
+ * ++*cookie (never 0).  Returns 0, or -1 with ENOMEM (events are then
+ * missing: the caller reports an overflow). */
+int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_fn emit,
+		 void *ctx);
+
+#endif
+
+/* ---- the watches of a scanning backend (not pure: these use the handle) ---- */
+
+struct notifyx;
+struct nx_watch;
+
+struct nx_swatch {
+	struct nx_watch *w;
+	int rootfd;              /* O_PATH, held: it follows the root wherever it goes */
+	struct nx_snode *snap;   /* what the application has been told */
+	uint64_t mnt_id;         /* the root's mount, 0 if unknown */
+	bool away;               /* MOVE_SELF reported: the path leads elsewhere */
+	bool dead;               /* removed while a scan ran: freed after it */
+	bool dirty;              /* to be scanned at the next nx_scanner_run(..., false) */
+	struct nx_swatch *next;
+	void *bdata;             /* the backend's */
+};
+
+struct nx_scanner {
+	struct nx_swatch *list;
+	uint32_t cookie;
+	bool busy;               /* a scan runs: removals are deferred */
+	/* Passed to nx_snap_read for every read (dnotify registers directories). */
+	int (*on_dir)(void *ctx, struct nx_snode *n, int fd, const char *path);
+	/* Called when a watch's state is freed (dnotify releases directories). */
+	void (*on_free)(void *ctx, struct nx_swatch *sw);
+	/* Called after each read of a watch's tree, with the old and new
+	 * snapshots (dnotify moves its registrations to the new nodes). */
+	void (*on_read)(void *ctx, struct nx_swatch *sw, struct nx_snode *old, struct nx_snode *cur);
+	void *ctx;
+	struct nx_swatch *reading; /* the watch being read (for on_dir) */
+	uint64_t entries;        /* statistics: entries read */
+};
+
+/* Sets up w: holds its root, reads its tree, reports it with LIST. */
+int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w);
+void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w);
+/* Checks the roots and rescans: every watch, or (all false) the dirty ones. */
+void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all);
+struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w);
+void nx_scanner_free(struct nx_scanner *s);
