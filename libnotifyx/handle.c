@@ -22,7 +22,7 @@
 /* Indexed by NOTIFYX_BACKEND_*; NULL where this version has none. */
 static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
-	[NOTIFYX_BACKEND_FANOTIFY] = NULL,
+	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
 	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
 	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
 };

@@ -162,6 +162,7 @@ struct nx_backend {
 
 extern const struct nx_backend nx_backend_inotify;
 extern const struct nx_backend nx_backend_poll;
+extern const struct nx_backend nx_backend_fanotify;
 
 /* ---- the handle ---- */
 

@@ -1,0 +1,1427 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The fanotify backend.
+ *
+ * The group reports file identifiers (FAN_REPORT_DFID_NAME, with
+ * FAN_REPORT_FID and FAN_REPORT_TARGET_FID where the kernel has them), so no
+ * descriptor is ever opened per event.  Each watched directory (and each
+ * watched file) gets an inode mark; the kernel object behind a mark is a
+ * "kobj", found by the hash of its identifier (fsid + file handle).  As in
+ * the inotify backend, the nodes of the path table subscribe to the kobj of
+ * their inode, and each event is dispatched to every subscriber.
+ *
+ * A directory's own events (ATTRIB, OPEN, ...) come with the directory's
+ * identifier and the name ".", even when only its parent is marked: so the
+ * child directories of every watched directory are nodes too (without a
+ * mark when the watch is not recursive), to name them.
+ *
+ * FAN_RENAME gives both ends of a move in one record, so nothing waits for a
+ * second half.  Unread events on one entry are merged by the kernel and lose
+ * their order: nx_fan_split() puts them back in an order consistent with the
+ * entry's state.
+ *
+ * fanotify has no unmount event: a private descriptor of /proc/self/mountinfo
+ * tells (POLLPRI) when the mount table changed, and then the mount of each
+ * kobj is looked for; another one in the handle's epoll set wakes the
+ * application.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "fanotify.h"
+#include "nx.h"
+#include "scan.h"
+
+/* Newer than some installed headers (see KERNEL.md). */
+#ifndef FAN_REPORT_TARGET_FID
+#define FAN_REPORT_TARGET_FID 0x00001000
+#endif
+#ifndef FAN_RENAME
+#define FAN_RENAME 0x10000000
+#endif
+#ifndef FAN_EVENT_INFO_TYPE_OLD_DFID_NAME
+#define FAN_EVENT_INFO_TYPE_OLD_DFID_NAME 10
+#define FAN_EVENT_INFO_TYPE_NEW_DFID_NAME 12
+#endif
+#ifndef AT_HANDLE_FID
+#define AT_HANDLE_FID 0x200
+#endif
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+#define READ_BUF (64 * 1024)
+#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
+#define WALK_FD_DEPTH 128
+/* fsid (8) + struct file_handle header (8) + the handle (MAX_HANDLE_SZ). */
+#define ID_MAX (16 + 128)
+
+/* ---- decoding (pure: no system call) ---- */
+
+uint64_t nx_fan_key(const void *data, size_t len)
+{
+	return nx_hash(data, len, 0x6661);
+}
+
+/* An identifier record: header (4), fsid (8), handle_bytes (4), type (4),
+ * the handle, then for the *_NAME types a NUL-terminated name. */
+static bool decode_id(const unsigned char *p, size_t len, bool named, struct fanid *id,
+		      struct fanname *nm)
+{
+	uint32_t hbytes;
+	size_t end;
+
+	if (len < 4 + 16)
+		return false;
+	memcpy(&hbytes, p + 12, sizeof(hbytes));
+	if (hbytes > len - 20)
+		return false;
+	end = 20 + hbytes;
+	id->data = p + 4;
+	id->len = 16 + hbytes;
+	id->key = nx_fan_key(id->data, id->len);
+	if (named) {
+		const char *s = (const char *)p + end;
+		size_t n = strnlen(s, len - end);
+		if (n == len - end)
+			return false; /* no NUL inside the record */
+		nm->name = s;
+		nm->len = n;
+	}
+	return true;
+}
+
+bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
+{
+	struct fanotify_event_metadata m;
+	size_t off;
+
+	memset(r, 0, sizeof(*r));
+	if (pos > len || len - pos < sizeof(m))
+		return false;
+	memcpy(&m, buf + pos, sizeof(m));
+	if (m.event_len < sizeof(m) || m.event_len > len - pos)
+		return false;
+	r->size = m.event_len;
+	if (m.vers != FANOTIFY_METADATA_VERSION || m.metadata_len < sizeof(m) ||
+	    m.metadata_len > m.event_len)
+		return false;
+	r->mask = m.mask;
+	for (off = m.metadata_len; m.event_len - off >= 4;) {
+		const unsigned char *p = (const unsigned char *)buf + pos + off;
+		uint16_t ilen;
+		memcpy(&ilen, p + 2, sizeof(ilen));
+		if (ilen < 4 || ilen > m.event_len - off)
+			break; /* a length that lies: the rest is not trusted */
+		switch (p[0]) {
+		case FAN_EVENT_INFO_TYPE_FID:
+			if (!decode_id(p, ilen, false, &r->fid, NULL))
+				r->fid.len = 0;
+			break;
+		case FAN_EVENT_INFO_TYPE_DFID_NAME:
+			if (!decode_id(p, ilen, true, &r->dfid, &r->name))
+				r->dfid.len = 0;
+			break;
+		case FAN_EVENT_INFO_TYPE_DFID:
+			if (!decode_id(p, ilen, false, &r->dfid, NULL))
+				r->dfid.len = 0;
+			r->name.name = NULL;
+			r->name.len = 0;
+			break;
+		case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
+			if (!decode_id(p, ilen, true, &r->odfid, &r->oname))
+				r->odfid.len = 0;
+			break;
+		case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
+			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname))
+				r->ndfid.len = 0;
+			break;
+		default:
+			break; /* unknown: skipped by its own length */
+		}
+		off += ilen;
+	}
+	return true;
+}
+
+/* The order in which the parts of a merged event on one entry happened, when
+ * the entry was made by this event: made, opened, used, closed, changed. */
+static const struct {
+	uint64_t fan;
+	uint32_t nx;
+} order[] = {
+	{ FAN_OPEN, NOTIFYX_OPEN },
+	{ FAN_ACCESS, NOTIFYX_ACCESS },
+	{ FAN_MODIFY, NOTIFYX_MODIFY },
+	{ FAN_CLOSE_WRITE, NOTIFYX_CLOSE_WRITE },
+	{ FAN_CLOSE_NOWRITE, NOTIFYX_CLOSE_NOWRITE },
+	{ FAN_ATTRIB, NOTIFYX_ATTRIB },
+};
+
+size_t nx_fan_split(uint64_t mask, bool exists, uint32_t out[8])
+{
+	bool create = mask & FAN_CREATE, del = mask & FAN_DELETE;
+	size_t n = 0;
+
+	/* Made and deleted, and there now: it was deleted, then made again. */
+	if (del && create && exists)
+		out[n++] = NOTIFYX_DELETE;
+	if (create)
+		out[n++] = NOTIFYX_CREATE;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (mask & order[i].fan)
+			out[n++] = order[i].nx;
+	if (del && !(exists && create))
+		out[n++] = NOTIFYX_DELETE;
+	return n;
+}
+
+uint64_t nx_fan_mask(uint32_t events)
+{
+	uint64_t m = 0;
+
+	if (events & NOTIFYX_ACCESS)
+		m |= FAN_ACCESS;
+	if (events & NOTIFYX_MODIFY)
+		m |= FAN_MODIFY;
+	if (events & NOTIFYX_ATTRIB)
+		m |= FAN_ATTRIB;
+	if (events & NOTIFYX_CLOSE_WRITE)
+		m |= FAN_CLOSE_WRITE;
+	if (events & NOTIFYX_CLOSE_NOWRITE)
+		m |= FAN_CLOSE_NOWRITE;
+	if (events & NOTIFYX_OPEN)
+		m |= FAN_OPEN;
+	if (events & NOTIFYX_CREATE)
+		m |= FAN_CREATE;
+	if (events & NOTIFYX_DELETE)
+		m |= FAN_DELETE;
+	if (events & (NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN))
+		m |= FAN_RENAME;
+	if (events & NOTIFYX_DELETE_SELF)
+		m |= FAN_DELETE_SELF;
+	if (events & NOTIFYX_MOVE_SELF)
+		m |= FAN_MOVE_SELF;
+	return m;
+}
+
+/* ---- state ---- */
+
+struct kobj {
+	uint64_t key;
+	uint64_t kmask;       /* what the mark asks for (never narrowed); 0: not marked */
+	uint64_t mnt_id;      /* the mount the library reached it through */
+	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	bool isdir;
+	size_t idlen;
+	unsigned char id[ID_MAX];
+};
+
+struct deferred {
+	struct nx_node *node;
+	char *name;
+	bool report;
+};
+
+struct fan {
+	int fd;
+	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
+	int mnt_check;        /* a private one: polled by process() itself */
+	uint32_t cookie;
+	struct nx_map kobjs;  /* key -> struct kobj */
+	/* Events already reported or caused by the library itself. */
+	struct nx_map suppress;
+	struct nx_map listed; /* kobj keys of directories the library listed */
+	struct nx_node *graveyard;
+	struct nx_node **vec[2];
+	size_t vec_cap[2];
+	struct deferred *deferred;
+	size_t ndeferred, deferred_cap;
+	size_t len;
+	char path[4][PATH_MAX]; /* [0], [1]: event paths; [2]: a walk's; [3]: absolute */
+	_Alignas(8) char buf[READ_BUF];
+};
+
+static struct fan *fan_of(const struct notifyx *nx)
+{
+	return nx->bdata;
+}
+
+/* ---- identifiers ---- */
+
+/* The identifier of the object open at fd, as fanotify reports it.  ENODEV
+ * when the filesystem has no file handles or a zero fsid. */
+static int fd_id(int fd, unsigned char *id, size_t *len)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[128];
+	} h;
+	struct statfs sfs;
+	int mnt;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -1;
+	h.fh.handle_bytes = sizeof(h.bytes);
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH | AT_HANDLE_FID) < 0 &&
+	    (errno != EINVAL || (h.fh.handle_bytes = sizeof(h.bytes),
+				 name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0))) {
+		if (errno == EOPNOTSUPP || errno == EOVERFLOW)
+			errno = ENODEV;
+		return -1;
+	}
+	if (!sfs.f_fsid.__val[0] && !sfs.f_fsid.__val[1]) {
+		errno = ENODEV;
+		return -1;
+	}
+	memcpy(id, &sfs.f_fsid, 8);
+	memcpy(id + 8, &h.fh.handle_bytes, 4);
+	memcpy(id + 12, &h.fh.handle_type, 4);
+	memcpy(id + 16, h.bytes, h.fh.handle_bytes);
+	*len = 16 + h.fh.handle_bytes;
+	return 0;
+}
+
+static struct kobj *kobj_find(const struct fan *fa, const struct fanid *id)
+{
+	struct kobj *k;
+
+	if (!id->len || !(k = nx_map_get(&fa->kobjs, id->key)))
+		return NULL;
+	return k->idlen == id->len && !memcmp(k->id, id->data, id->len) ? k : NULL;
+}
+
+static uint64_t mnt_of(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return stx.stx_mnt_id;
+}
+
+/* ---- marks ---- */
+
+static uint64_t node_mask(const struct nx_node *n, bool isdir)
+{
+	const struct nx_watch *w = n->watch;
+	uint64_t m = nx_fan_mask(w->events);
+
+	if (!isdir)
+		return (m & ~(FAN_CREATE | FAN_DELETE | FAN_RENAME)) | FAN_DELETE_SELF;
+	/* To keep the tree up to date (not recursive: the names of the child
+	 * directories, whose own events come without one). */
+	m |= FAN_CREATE | FAN_DELETE | FAN_RENAME;
+	if (n->parent) /* a directory's own end is reported by its parent */
+		m &= ~(FAN_DELETE_SELF | FAN_MOVE_SELF);
+	else
+		m |= FAN_DELETE_SELF; /* the watch ends with it */
+	return m | FAN_ONDIR | FAN_EVENT_ON_CHILD;
+}
+
+/* True when n is c or lies below it. */
+static bool within(const struct nx_node *n, const struct nx_node *c)
+{
+	for (; n; n = n->parent)
+		if (n == c)
+			return true;
+	return false;
+}
+
+static void bury(struct notifyx *nx, struct nx_node *n);
+
+/* fanotify_mark() on the object open at fd.  The kernel takes no O_PATH
+ * descriptor there, so those are given as their /proc/self/fd link (which
+ * leads to the object itself, a symbolic link included). */
+static int mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd)
+{
+	char kpath[32];
+
+	if (fanotify_mark(fa->fd, flags, mask, fd, NULL) == 0)
+		return 0;
+	if (errno != EBADF)
+		return -1;
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	return fanotify_mark(fa->fd, flags, mask, AT_FDCWD, kpath);
+}
+
+/* Subscribes node n to the object open at fd; marks it when mark is true. */
+static int attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
+{
+	struct fan *fa = fan_of(nx);
+	unsigned char id[ID_MAX];
+	struct fanid fid;
+	struct kobj *k;
+	struct stat st;
+	size_t len;
+	bool fresh = false;
+
+	if (fstat(fd, &st) < 0 || fd_id(fd, id, &len) < 0)
+		return -1;
+	fid.data = id;
+	fid.len = len;
+	fid.key = nx_fan_key(id, len);
+	if (!(k = kobj_find(fa, &fid))) {
+		if (nx_map_get(&fa->kobjs, fid.key)) {
+			errno = ENOSPC; /* a 64-bit hash collision: never seen, but not wrong */
+			return -1;
+		}
+		if (!(k = calloc(1, sizeof(*k))) || nx_map_put(&fa->kobjs, fid.key, k) < 0) {
+			free(k);
+			errno = ENOMEM;
+			return -1;
+		}
+		k->key = fid.key;
+		k->idlen = len;
+		memcpy(k->id, id, len);
+		k->isdir = S_ISDIR(st.st_mode);
+		k->mnt_id = mnt_of(fd);
+		fresh = true;
+	}
+	uint64_t want = mark ? node_mask(n, k->isdir) : 0;
+	if (want & ~k->kmask) {
+		if (mark_fd(fa, FAN_MARK_ADD, k->kmask | want, fd) < 0) {
+			int err = errno;
+			if (err == EOPNOTSUPP || err == EXDEV)
+				err = ENODEV;
+			if (fresh) {
+				nx_map_del(&fa->kobjs, k->key);
+				free(k);
+			}
+			errno = err;
+			return -1;
+		}
+		k->kmask |= want;
+	}
+	/* A directory the watch knows already at another place: the events
+	 * read so far lag behind the filesystem; the old place is stale. */
+	for (struct nx_node *s = k->subs; s; s = s->knext) {
+		if (s->watch == n->watch && !within(n, s) && s->parent) {
+			bury(nx, s);
+			break;
+		}
+	}
+	n->kref = k;
+	n->knext = k->subs;
+	k->subs = n;
+	return 0;
+}
+
+/* Builds the absolute path of node n's entry name (name NULL: of n itself)
+ * into fa->path[3]; SIZE_MAX when it does not fit. */
+static size_t abs_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen)
+{
+	const struct nx_watch *w = n->watch;
+	char *p = fa->path[3];
+	size_t rel = w->abspath_len + 1, dlen, len;
+
+	if (rel >= PATH_MAX)
+		return SIZE_MAX;
+	memcpy(p, w->abspath, w->abspath_len);
+	p[w->abspath_len] = '/';
+	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
+	if (dlen == SIZE_MAX)
+		return SIZE_MAX;
+	if (!name) {
+		p[rel + dlen] = '\0';
+		return rel + dlen;
+	}
+	len = nx_join(p + rel, PATH_MAX - rel, p + rel, dlen, name, nlen);
+	return len == SIZE_MAX ? SIZE_MAX : rel + len;
+}
+
+/* Opens node n's object (O_PATH) by its path, making sure it is the same
+ * object.  ESTALE when the path leads elsewhere. */
+static int open_node(struct notifyx *nx, struct nx_node *n)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k = n->kref;
+	unsigned char id[ID_MAX];
+	size_t len;
+	int fd;
+
+	if (!k) {
+		errno = ESTALE;
+		return -1;
+	}
+	if (!n->parent)
+		fd = open(n->watch->abspath, O_PATH | O_CLOEXEC |
+			  ((n->watch->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	else if (abs_path(fa, n, NULL, 0) == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	else
+		fd = open(fa->path[3], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	if (fd_id(fd, id, &len) == 0 && len == k->idlen && !memcmp(id, k->id, len))
+		return fd;
+	close(fd);
+	errno = ESTALE;
+	return -1;
+}
+
+/* The mark of k goes when its last node goes.  The kernel needs the object
+ * to remove a mark: reached by the node's path, checked by its identifier.
+ * When the object cannot be reached any more (moved away, or deleted, which
+ * removes the mark itself), the mark stays until the inode goes; its events
+ * then match no kobj and are dropped. */
+static void detach(struct notifyx *nx, struct nx_node *n)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k = n->kref;
+	struct nx_node **pp;
+
+	if (!k)
+		return;
+	if (k->subs == n && !n->knext && k->kmask && !nx->forked) {
+		int fd = open_node(nx, n);
+		if (fd >= 0) {
+			mark_fd(fa, FAN_MARK_REMOVE, k->kmask, fd);
+			close(fd);
+		}
+	}
+	for (pp = &k->subs; *pp; pp = &(*pp)->knext) {
+		if (*pp == n) {
+			*pp = n->knext;
+			break;
+		}
+	}
+	n->kref = NULL;
+	n->knext = NULL;
+	if (!k->subs) {
+		nx_map_del(&fa->kobjs, k->key);
+		free(k);
+	}
+}
+
+static void bury_one(void *ctx, struct nx_node *n)
+{
+	detach(ctx, n);
+	n->dead = true;
+}
+
+/* Takes n and its subtree out of the tree (marks first, while paths still
+ * lead to them); freed after the current batch. */
+static void bury(struct notifyx *nx, struct nx_node *n)
+{
+	struct fan *fa = fan_of(nx);
+
+	if (!n || n->dead)
+		return;
+	nx_node_foreach(n, bury_one, nx);
+	nx_node_unlink(&nx->paths, n);
+	n->next = fa->graveyard;
+	fa->graveyard = n;
+}
+
+static void free_graveyard(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_node *n, *next;
+
+	for (n = fa->graveyard; n; n = next) {
+		next = n->next;
+		n->next = NULL;
+		nx_node_free_tree(&nx->paths, n, NULL, NULL);
+	}
+	fa->graveyard = NULL;
+}
+
+/* ---- CREATEs a listing reported already ---- */
+
+static uint64_t sup_key(const void *node, const char *name, size_t len)
+{
+	return nx_hash(name, len, (uint64_t)(uintptr_t)node * 31);
+}
+
+static void sup_add(struct fan *fa, const void *node, const char *name, size_t len)
+{
+	uint64_t key = sup_key(node, name, len);
+	uintptr_t have = (uintptr_t)nx_map_get(&fa->suppress, key);
+
+	/* Failing to remember costs a duplicate event, never a lost one. */
+	nx_map_put(&fa->suppress, key, (void *)(have + 1));
+}
+
+static bool sup_take(struct fan *fa, const void *node, const char *name, size_t len)
+{
+	uint64_t key = sup_key(node, name, len);
+	uintptr_t have = (uintptr_t)nx_map_get(&fa->suppress, key);
+
+	if (!have)
+		return false;
+	if (have == 1)
+		nx_map_del(&fa->suppress, key);
+	else
+		nx_map_put(&fa->suppress, key, (void *)(have - 1));
+	return true;
+}
+
+/* The path of n's entry name, relative to the watch root, in fa->path[i]. */
+static size_t entry_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen,
+			 int i)
+{
+	size_t d = nx_node_path(n, fa->path[i], PATH_MAX);
+
+	return d == SIZE_MAX ? SIZE_MAX : nx_join(fa->path[i], PATH_MAX, fa->path[i], d, name, nlen);
+}
+
+static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
+{
+	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
+}
+
+/* ---- walking directories ---- */
+
+struct walk {
+	struct notifyx *nx;
+	struct nx_node *dir;
+	const char *rel;
+	size_t rel_len;
+	bool report;
+	char *subdirs;
+	size_t sub_len, sub_cap;
+};
+
+static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
+{
+	struct walk *wk = ctx;
+	struct notifyx *nx = wk->nx;
+	struct nx_watch *w = wk->dir->watch;
+	char *child = fan_of(nx)->path[1];
+	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
+
+	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
+		return 0;
+	if (wk->report) {
+		nx_emit(nx, w, NOTIFYX_CREATE,
+			NOTIFYX_EVENT_SYNTHETIC | (type == DT_DIR ? NOTIFYX_EVENT_ISDIR : 0), 0, 0,
+			child, clen, NULL, 0);
+		sup_add(fan_of(nx), wk->dir, name, len);
+	}
+	if (type == DT_DIR) {
+		if (wk->sub_len + len + 1 > wk->sub_cap) {
+			size_t cap = (wk->sub_cap + len + 1) * 2;
+			char *p = realloc(wk->subdirs, cap);
+			if (!p)
+				return -1;
+			wk->subdirs = p;
+			wk->sub_cap = cap;
+		}
+		memcpy(wk->subdirs + wk->sub_len, name, len + 1);
+		wk->sub_len += len + 1;
+	}
+	return 0;
+}
+
+static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
+
+	if (n->parent || (n->watch->flags & NOTIFYX_WATCH_NOFOLLOW))
+		flags |= O_NOFOLLOW;
+	if (pfd >= 0 || !n->parent)
+		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
+	if (abs_path(fan_of(nx), n, NULL, 0) == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	return open(fan_of(nx)->path[3], flags);
+}
+
+/* A child directory of a watch that is not recursive: named, not marked,
+ * not entered. */
+static void shallow_child(struct notifyx *nx, struct nx_node *n, int pfd, const char *name,
+			  size_t len)
+{
+	struct nx_node *c;
+	int fd;
+
+	if (nx_node_find(&nx->paths, n, name, len) || !(c = nx_node_add(&nx->paths, n, name, len)))
+		return;
+	fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || attach(nx, c, fd, false) < 0)
+		bury(nx, c); /* its own events are not named: at worst they are missed */
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Marks directory name (relative to pfd, the directory of n's parent, or by
+ * path when pfd is -1), which is node n, then lists it and does the same for
+ * its subdirectories (recursive watches) or names them (others).  rel holds
+ * n's path relative to the root.  Failures that concern one directory become
+ * NOTIFYX_ERROR events; only running out of marks, memory or descriptors
+ * while a watch is set up (fatal) returns -1.
+ */
+static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+		size_t rel_len, int depth, bool report, bool fatal)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = n->watch;
+	struct walk wk = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len, .report = report };
+	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
+	int fd, err = 0, ret = 0;
+	struct stat st;
+
+	if (w->ended || n->dead)
+		return 0;
+	if (rel_len > MAX_DIR_PATH) {
+		err = ENAMETOOLONG;
+		goto fail;
+	}
+	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (n->parent && (w->flags & NOTIFYX_WATCH_XDEV) && (fstat(fd, &st) < 0 || st.st_dev != w->dev)) {
+		close(fd);
+		bury(nx, n);
+		return 0;
+	}
+	if (attach(nx, n, fd, true) < 0) {
+		err = errno;
+		close(fd);
+		goto fail;
+	}
+	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
+	nx_map_put(&fa->listed, ((struct kobj *)n->kref)->key, (void *)1);
+	ret = nx_scan_dir(fd, walk_entry, &wk, NULL);
+	err = errno;
+	if (ret < 0) {
+		close(fd);
+		free(wk.subdirs);
+		if (err == ENOMEM)
+			return -1;
+		if (err != ENOENT)
+			emit_error(nx, w, rel, err);
+		return 0;
+	}
+	if (depth >= WALK_FD_DEPTH) {
+		close(fd);
+		fd = -1;
+	}
+	for (size_t off = 0; off < wk.sub_len && !w->ended && !n->dead;) {
+		const char *sub = wk.subdirs + off;
+		size_t slen = strlen(sub), clen;
+		struct nx_node *c;
+		off += slen + 1;
+		if (!deep) {
+			shallow_child(nx, n, fd, sub, slen);
+			continue;
+		}
+		if (nx_node_find(&nx->paths, n, sub, slen))
+			continue;
+		if (!(c = nx_node_add(&nx->paths, n, sub, slen))) {
+			ret = -1;
+			break;
+		}
+		if ((clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen)) == SIZE_MAX) {
+			emit_error(nx, w, rel, ENAMETOOLONG);
+			bury(nx, c);
+			continue;
+		}
+		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
+		rel[rel_len] = '\0';
+		if (ret < 0)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(wk.subdirs);
+	return ret;
+fail:
+	if (fatal && (err == ENOSPC || err == ENOMEM || err == EMFILE || err == ENFILE ||
+		      err == ENODEV || !n->parent)) {
+		errno = err;
+		return -1;
+	}
+	if (n->parent)
+		bury(nx, n);
+	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
+		emit_error(nx, w, rel, err);
+	return 0;
+}
+
+static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+		  bool report)
+{
+	struct fan *fa = fan_of(nx);
+
+	if (fa->ndeferred == fa->deferred_cap) {
+		size_t cap = fa->deferred_cap ? fa->deferred_cap * 2 : 8;
+		struct deferred *v = realloc(fa->deferred, cap * sizeof(*v));
+		if (!v) {
+			nx_lost(nx, n->watch);
+			return;
+		}
+		fa->deferred = v;
+		fa->deferred_cap = cap;
+	}
+	struct deferred *d = &fa->deferred[fa->ndeferred];
+	if (!(d->name = strndup(name, nlen))) {
+		nx_lost(nx, n->watch);
+		return;
+	}
+	d->node = n;
+	d->report = report;
+	fa->ndeferred++;
+}
+
+/* A directory arrived at n/name: mark and list it (or only name it). */
+static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+		       bool report, bool retry)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = n->watch;
+	char *rel = fa->path[2];
+	struct nx_node *c;
+	size_t len;
+	int pfd;
+
+	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
+		return;
+	if ((pfd = open_node(nx, n)) < 0) {
+		/* Events not read yet moved n: try again once they are. */
+		if (retry)
+			defer(nx, n, name, nlen, report);
+		else if (errno != ENOENT)
+			nx_lost(nx, w);
+		return;
+	}
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE)) {
+		shallow_child(nx, n, pfd, name, nlen);
+		close(pfd);
+		return;
+	}
+	len = entry_path(fa, n, name, nlen, 2);
+	if (len == SIZE_MAX)
+		emit_error(nx, w, name, ENAMETOOLONG);
+	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
+		nx_lost(nx, w);
+	else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0)
+		nx_lost(nx, w);
+	close(pfd);
+}
+
+static void retry_deferred(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	struct deferred *v = fa->deferred;
+	size_t n = fa->ndeferred;
+
+	fa->deferred = NULL;
+	fa->ndeferred = fa->deferred_cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct nx_node *node = v[i].node;
+		if (!node->dead && !node->watch->ended)
+			add_subdir(nx, node, v[i].name, strlen(v[i].name), v[i].report, false);
+		free(v[i].name);
+	}
+	free(v);
+}
+
+/* The kernel queue was read dry. */
+static void dry_point(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+
+	nx_map_free(&fa->suppress);
+	nx_map_free(&fa->listed);
+	if (fa->ndeferred)
+		retry_deferred(nx);
+	if (!fa->suppress.len)
+		free_graveyard(nx);
+}
+
+/* ---- dispatching kernel events ---- */
+
+static size_t subscribers(struct notifyx *nx, const struct kobj *k, int i)
+{
+	struct fan *fa = fan_of(nx);
+	size_t n = 0;
+
+	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext) {
+		if (n == fa->vec_cap[i]) {
+			size_t cap = n ? n * 2 : 8;
+			struct nx_node **v = realloc(fa->vec[i], cap * sizeof(*v));
+			if (!v) {
+				for (; s; s = s->knext)
+					nx_lost(nx, s->watch);
+				break;
+			}
+			fa->vec[i] = v;
+			fa->vec_cap[i] = cap;
+		}
+		fa->vec[i][n++] = s;
+	}
+	return n;
+}
+
+/* Does name exist in n's directory now? */
+static bool exists_now(struct notifyx *nx, const struct nx_node *n, const char *name, size_t len)
+{
+	struct stat st;
+
+	return abs_path(fan_of(nx), n, name, len) != SIZE_MAX &&
+	       fstatat(AT_FDCWD, fan_of(nx)->path[3], &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* An event on entry name of node n's directory. */
+static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, const char *name,
+			size_t nlen)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = n->watch;
+	bool isdir = mask & FAN_ONDIR;
+	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
+	size_t len = entry_path(fa, n, name, nlen, 0), count;
+	bool both = (mask & FAN_CREATE) && (mask & FAN_DELETE);
+
+	if (len == SIZE_MAX)
+		return;
+	if ((mask & FAN_CREATE) && sup_take(fa, n, name, nlen))
+		mask &= ~(uint64_t)FAN_CREATE; /* a listing reported it already */
+	count = nx_fan_split(mask, both && exists_now(nx, n, name, nlen), types);
+	for (size_t i = 0; i < count && !w->ended && !n->dead; i++) {
+		/* entry_path again: add_subdir and emit may have used path[0] */
+		len = entry_path(fa, n, name, nlen, 0);
+		if (types[i] == NOTIFYX_DELETE) {
+			sup_take(fa, n, name, nlen);
+			nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, fa->path[0], len, NULL, 0);
+			if (isdir)
+				bury(nx, nx_node_find(&nx->paths, n, name, nlen));
+		} else if (types[i] == NOTIFYX_CREATE) {
+			nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, fa->path[0], len, NULL, 0);
+			if (isdir && !nx_excluded(nx, w, fa->path[0], name))
+				add_subdir(nx, n, name, nlen, true, true);
+		} else {
+			nx_emit(nx, w, types[i], flags, 0, 0, fa->path[0], len, NULL, 0);
+		}
+	}
+}
+
+/* An event on the object of node n itself (a watch root, or a directory
+ * that its parent names). */
+static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, bool isdir)
+{
+	struct nx_watch *w = n->watch;
+	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
+	size_t count;
+
+	if (n->parent) {
+		/* Named by its parent; its end comes as the parent's DELETE or RENAME. */
+		mask &= ~(uint64_t)(FAN_CREATE | FAN_DELETE | FAN_DELETE_SELF | FAN_MOVE_SELF);
+		if (mask)
+			child_event(nx, n->parent, mask | (isdir ? FAN_ONDIR : 0), n->name, n->name_len);
+		return;
+	}
+	count = nx_fan_split(mask & ~(uint64_t)(FAN_CREATE | FAN_DELETE), false, types);
+	for (size_t i = 0; i < count; i++)
+		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
+	if (mask & FAN_MOVE_SELF)
+		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+	if (mask & FAN_DELETE_SELF) {
+		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	}
+}
+
+static void plain_event(struct notifyx *nx, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k;
+	size_t count;
+	bool dot = r->name.len == 1 && r->name.name[0] == '.';
+
+	if (r->dfid.len && (dot || !r->name.len)) {
+		/* The directory itself. */
+		uint64_t mask = r->mask;
+		if (!(k = kobj_find(fa, &r->dfid)))
+			return;
+		if (nx_map_get(&fa->listed, k->key))
+			mask &= ~(uint64_t)(FAN_OPEN | FAN_ACCESS | FAN_CLOSE_NOWRITE);
+		count = subscribers(nx, k, 0);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[0][i]->dead)
+				self_event(nx, fa->vec[0][i], mask, true);
+		return;
+	}
+	if (r->dfid.len && (k = kobj_find(fa, &r->dfid))) {
+		count = subscribers(nx, k, 0);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[0][i]->dead)
+				child_event(nx, fa->vec[0][i], r->mask, r->name.name, r->name.len);
+	}
+	/* A watched file (the object of the event) hears of itself. */
+	if (r->fid.len && (k = kobj_find(fa, &r->fid)) && !k->isdir) {
+		count = subscribers(nx, k, 1);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[1][i]->dead && !fa->vec[1][i]->parent)
+				self_event(nx, fa->vec[1][i], r->mask, false);
+	}
+}
+
+/* ---- moves ---- */
+
+struct move {
+	const struct kobj *from, *to;
+	const char *fname, *tname;
+	size_t flen, tlen;
+	bool isdir, exchange, to_isdir;
+	uint32_t cookie;
+};
+
+static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = a->watch;
+	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
+	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
+	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) |
+			 (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
+	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
+
+	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+		return;
+	sup_take(fa, a, m->fname, m->flen);
+	struct nx_node *c = m->isdir ? nx_node_find(&nx->paths, a, m->fname, m->flen) : NULL;
+	struct nx_node *d = nx_node_find(&nx->paths, b, m->tname, m->tlen);
+	bool out = nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen);
+	if (c && within(b, c)) {
+		bury(nx, c);
+		c = NULL;
+		out = true;
+	}
+	if (d && m->exchange && within(a, d)) {
+		bury(nx, d);
+		d = NULL;
+	}
+	if (m->exchange) {
+		if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
+			nx_lost(nx, w);
+		if (d && d != c && nx_node_rename(&nx->paths, d, a, m->fname, m->flen) < 0)
+			nx_lost(nx, w);
+	} else {
+		if (d && d != c)
+			bury(nx, d); /* replaced */
+		if (c && out)
+			bury(nx, c);
+		else if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
+			nx_lost(nx, w);
+	}
+	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
+	/* A directory the table did not know: what it holds is new to the watch. */
+	if (m->isdir && !c && !out)
+		add_subdir(nx, b, m->tname, m->tlen, deep, true);
+	if (m->exchange && m->to_isdir && !d)
+		add_subdir(nx, a, m->fname, m->flen, deep, true);
+}
+
+static void do_move(struct notifyx *nx, const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
+	struct nx_node **from = fa->vec[0], **to = fa->vec[1];
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = from[i], *b = NULL;
+		if (a->dead)
+			continue;
+		for (size_t j = 0; j < nt && !b; j++)
+			if (!to[j]->dead && to[j]->watch == a->watch)
+				b = to[j];
+		if (b) {
+			rename_in_watch(nx, a, b, m);
+			continue;
+		}
+		size_t len = entry_path(fa, a, m->fname, m->flen, 0);
+		if (len == SIZE_MAX)
+			continue;
+		sup_take(fa, a, m->fname, m->flen);
+		if (m->isdir)
+			bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nt ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+	}
+	for (size_t j = 0; j < nt; j++) {
+		struct nx_node *b = to[j];
+		bool paired = false;
+		if (b->dead)
+			continue;
+		for (size_t i = 0; i < nf && !paired; i++)
+			paired = from[i]->watch == b->watch;
+		if (paired)
+			continue;
+		size_t len = entry_path(fa, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX)
+			continue;
+		struct nx_watch *w = b->watch;
+		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
+	}
+}
+
+static bool same_id(const struct fanid *a, const struct fanid *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
+}
+
+static bool same_name(const struct fanname *a, const struct fanname *b)
+{
+	return a->len == b->len && !memcmp(a->name, b->name, a->len);
+}
+
+/* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
+ * reverse of the first for another object: reported as one when the two
+ * entries differ in type or either is a directory (API.md).  Returns the
+ * bytes of the records used. */
+static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec x;
+	struct move m = {
+		.from = r->odfid.len ? kobj_find(fa, &r->odfid) : NULL,
+		.to = r->ndfid.len ? kobj_find(fa, &r->ndfid) : NULL,
+		.fname = r->oname.name, .flen = r->oname.len,
+		.tname = r->nname.name, .tlen = r->nname.len,
+		.isdir = r->mask & FAN_ONDIR,
+	};
+	size_t used = r->size;
+
+	if (!++fa->cookie)
+		fa->cookie = 1;
+	m.cookie = fa->cookie;
+	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
+	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
+	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&
+	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid) &&
+	    ((r->mask | x.mask) & FAN_ONDIR)) {
+		m.exchange = true;
+		m.to_isdir = x.mask & FAN_ONDIR;
+		used += x.size;
+		/* Seen from one side only, it is a departure and an arrival at one
+		 * name there: the departure first. */
+		if (!m.from != !m.to) {
+			const struct kobj *k = m.from ? m.from : m.to;
+			const char *name = m.from ? m.fname : m.tname;
+			size_t len = m.from ? m.flen : m.tlen;
+			bool leaves = m.from ? m.isdir : m.to_isdir;
+			bool arrives = m.from ? m.to_isdir : m.isdir;
+			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves };
+			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives };
+			do_move(nx, &out);
+			do_move(nx, &in);
+			return used;
+		}
+	}
+	do_move(nx, &m);
+	return used;
+}
+
+/* ---- mounts ---- */
+
+/* Reads the mount ids of /proc/self/mountinfo into set; false on failure. */
+static bool read_mounts(int fd, struct nx_map *set)
+{
+	char buf[8192], line[64];
+	size_t ll = 0;
+	bool start = true;
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return false;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				start = true;
+				ll = 0;
+				continue;
+			}
+			if (!start)
+				continue;
+			if (buf[i] == ' ') {
+				line[ll] = '\0';
+				if (nx_map_put(set, strtoull(line, NULL, 10) + 1, (void *)1) < 0)
+					return false;
+				start = false;
+			} else if (ll < sizeof(line) - 1) {
+				line[ll++] = buf[i];
+			}
+		}
+	}
+	return n == 0;
+}
+
+/* A filesystem went: watches whose root was on it end with UNMOUNT; inside a
+ * tree, the mount point is watched as it now is, with an OVERFLOW. */
+static void check_mounts(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	struct pollfd p = { .fd = fa->mnt_check, .events = POLLPRI };
+	struct nx_map set = { 0 };
+	struct nx_node **gone = NULL;
+	size_t ngone = 0, cap = 0, pos = 0;
+	struct kobj *k;
+
+	if (fa->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
+		return;
+	if (!read_mounts(fa->mnt_check, &set)) {
+		nx_map_free(&set);
+		return;
+	}
+	while (nx_map_next(&fa->kobjs, &pos, NULL, (void **)&k)) {
+		if (!k->mnt_id || nx_map_get(&set, k->mnt_id + 1))
+			continue;
+		for (struct nx_node *s = k->subs; s; s = s->knext) {
+			/* Only where the vanished mount begins. */
+			if (s->parent && s->parent->kref &&
+			    ((struct kobj *)s->parent->kref)->mnt_id == k->mnt_id)
+				continue;
+			if (ngone == cap) {
+				cap = cap ? cap * 2 : 8;
+				struct nx_node **v = realloc(gone, cap * sizeof(*v));
+				if (!v)
+					break;
+				gone = v;
+			}
+			gone[ngone++] = s;
+		}
+	}
+	nx_map_free(&set);
+	for (size_t i = 0; i < ngone; i++) {
+		struct nx_node *n = gone[i];
+		struct nx_watch *w = n->watch;
+		if (n->dead || w->ended)
+			continue;
+		if (!n->parent) {
+			nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+			nx_end_watch(nx, w);
+			continue;
+		}
+		struct nx_node *parent = n->parent;
+		char name[NAME_MAX + 1];
+		size_t len = n->name_len;
+		memcpy(name, n->name, len);
+		bury(nx, n);
+		nx_lost(nx, w);
+		add_subdir(nx, parent, name, len, false, false);
+	}
+	free(gone);
+}
+
+/* ---- reading ---- */
+
+static int fan_process(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	int ret = 0, err = 0;
+	bool dry = false;
+
+	check_mounts(nx);
+	for (;;) {
+		ssize_t n = read(fa->fd, fa->buf + fa->len, sizeof(fa->buf) - fa->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN) {
+			ret = -1;
+			err = errno;
+			break;
+		}
+		if (n <= 0) {
+			dry = true;
+			break;
+		}
+		fa->len += (size_t)n;
+		size_t pos = 0;
+		struct fanrec r;
+		while (pos < fa->len) {
+			bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
+			if (!ok) {
+				/* The kernel returns whole records only: a record that
+				 * does not decode is skipped by its length, or ends the
+				 * batch when that length cannot be trusted. */
+				pos = r.size ? pos + r.size : fa->len;
+				continue;
+			}
+			if (r.mask & FAN_Q_OVERFLOW) {
+				nx_lost_all(nx);
+				pos += r.size;
+			} else if (r.mask & FAN_RENAME) {
+				pos += rename_event(nx, pos, &r);
+			} else {
+				plain_event(nx, &r);
+				pos += r.size;
+			}
+		}
+		memmove(fa->buf, fa->buf + pos, fa->len - pos);
+		fa->len -= pos;
+		if (nx->queue.count && !fa->len)
+			break;
+	}
+	if (dry)
+		dry_point(nx);
+	errno = err;
+	return ret;
+}
+
+/* ---- backend operations ---- */
+
+static uint32_t fan_supported(const struct notifyx *nx)
+{
+	(void)nx;
+	return NOTIFYX_ALL_EVENTS;
+}
+
+static int fan_open(struct notifyx *nx)
+{
+	static const unsigned modes[] = {
+		FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_REPORT_TARGET_FID,
+		FAN_REPORT_DFID_NAME | FAN_REPORT_FID,
+	};
+	struct fan *fa = calloc(1, sizeof(*fa));
+	struct epoll_event ev = { .events = EPOLLPRI };
+	int err = 0;
+
+	if (!fa)
+		return -1;
+	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]) && fa->fd < 0; i++) {
+		fa->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | modes[i],
+				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+		if (fa->fd < 0 && errno != EINVAL && errno != EPERM && errno != EOPNOTSUPP)
+			break;
+	}
+	if (fa->fd < 0) {
+		err = errno == EINVAL ? ENOSYS : errno;
+		goto fail;
+	}
+	/* FAN_RENAME is what makes moves whole: without it this backend does
+	 * not start (the kernel is older than 5.17). */
+	if (fanotify_mark(fa->fd, FAN_MARK_ADD | FAN_MARK_ONLYDIR, FAN_RENAME | FAN_ONDIR,
+			  AT_FDCWD, "/") < 0) {
+		err = errno == EINVAL ? ENOSYS : errno;
+		goto fail;
+	}
+	fanotify_mark(fa->fd, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+	fa->mnt_wake = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	fa->mnt_check = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (nx_epoll_add(nx, fa->fd) < 0)
+		goto fail_errno;
+	if (fa->mnt_wake >= 0) {
+		ev.data.fd = fa->mnt_wake;
+		if (epoll_ctl(nx->epfd, EPOLL_CTL_ADD, fa->mnt_wake, &ev) < 0)
+			goto fail_errno;
+	}
+	nx->bdata = fa;
+	return 0;
+fail_errno:
+	err = errno;
+fail:
+	if (fa->fd >= 0)
+		close(fa->fd);
+	if (fa->mnt_wake >= 0)
+		close(fa->mnt_wake);
+	if (fa->mnt_check >= 0)
+		close(fa->mnt_check);
+	free(fa);
+	errno = err;
+	return -1;
+}
+
+static void fan_close(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k;
+	size_t pos = 0;
+
+	/* Closing the group drops every mark at once. */
+	close(fa->fd);
+	if (fa->mnt_wake >= 0)
+		close(fa->mnt_wake);
+	if (fa->mnt_check >= 0)
+		close(fa->mnt_check);
+	while (nx_map_next(&fa->kobjs, &pos, NULL, (void **)&k)) {
+		for (struct nx_node *n = k->subs; n; n = n->knext)
+			n->kref = NULL;
+		free(k);
+	}
+	nx_map_free(&fa->kobjs);
+	nx_map_free(&fa->suppress);
+	nx_map_free(&fa->listed);
+	free_graveyard(nx);
+	for (size_t i = 0; i < fa->ndeferred; i++)
+		free(fa->deferred[i].name);
+	free(fa->deferred);
+	free(fa->vec[0]);
+	free(fa->vec[1]);
+	free(fa);
+}
+
+static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fan *fa = fan_of(nx);
+	struct stat st;
+	int fd, err;
+
+	fd = open(w->abspath, O_PATH | O_CLOEXEC | ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		fa->path[2][0] = '\0';
+		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
+			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
+			return 0;
+		goto out;
+	}
+	if (attach(nx, w->root, fd, true) == 0) {
+		close(fd);
+		return 0;
+	}
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+out:
+	/* Nothing of a failed watch stays behind. */
+	err = errno;
+	bury(nx, w->root);
+	w->root = NULL;
+	errno = err;
+	return -1;
+}
+
+static void fan_rm_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	bury(nx, w->root);
+	w->root = NULL;
+}
+
+const struct nx_backend nx_backend_fanotify = {
+	.name = "fanotify",
+	.id = NOTIFYX_BACKEND_FANOTIFY,
+	.supported = fan_supported,
+	.open = fan_open,
+	.close = fan_close,
+	.add_watch = fan_add_watch,
+	.rm_watch = fan_rm_watch,
+	.process = fan_process,
+};
