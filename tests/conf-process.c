@@ -35,6 +35,8 @@ int conf_process_run(void);
 #define NTHREADS 4
 #define PER_THREAD 150 /* files each thread creates */
 #define STORM_FILES 600
+#define STORM_BATCHES 30
+#define STORM_SIGNALS_PER_BATCH 5
 #define DEADLINE_MS 20000
 
 /* Names "t<thread>-<k>" seen by one handle, counted. */
@@ -251,11 +253,29 @@ static void *storm_main(void *arg)
 	return NULL;
 }
 
+/* Creates the files in batches, each after a few more signals were caught,
+ * so that the storm lasts through the whole run however fast the backend. */
 static void *storm_writer(void *arg)
 {
 	struct storm *s = arg;
+	int b;
 
-	make_files(s->dir, 0, STORM_FILES);
+	for (b = 0; b < STORM_BATCHES; b++) {
+		long end = tu_now_ms() + 2000;
+		char p[4096];
+		int k, fd;
+
+		while (atomic_load(&storm_caught) < (unsigned)(b + 1) * STORM_SIGNALS_PER_BATCH &&
+		       tu_now_ms() < end)
+			usleep(100);
+		for (k = b * STORM_FILES / STORM_BATCHES; k < (b + 1) * STORM_FILES / STORM_BATCHES;
+		     k++) {
+			snprintf(p, sizeof p, "%s/t0-%d", s->dir, k);
+			fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
 	return NULL;
 }
 
@@ -301,7 +321,7 @@ static void storm_one(struct tu_fix *f, int sa_flags, const char *how)
 		fail_msg("signal storm (%s): notifyx_read failed with %s", how, strerrorname_np(err));
 	printf("# signal storm (%s): %u signals caught, %u reads ended with EINTR\n", how,
 	       atomic_load(&storm_caught), eintr);
-	if (atomic_load(&storm_caught) < 100)
+	if (atomic_load(&storm_caught) < STORM_BATCHES * STORM_SIGNALS_PER_BATCH)
 		fail_msg("signal storm (%s): only %u signals reached the reader", how,
 			 atomic_load(&storm_caught));
 	seen_check(&seen, 1, STORM_FILES, tu_fmt("signal storm (%s)", how));
