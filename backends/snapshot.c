@@ -315,14 +315,21 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 			if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) &&
 			    pk->a.ino != k->a.ino)
 				pk = NULL;
-			/* One that vanished or cannot be read stays without a listing. */
+			/* One that vanished or cannot be read stays without a
+			 * listing; running out of descriptors or memory fails. */
 			if (fd >= 0)
 				ret = read_dir(rd, k, fd, pk, root_dev);
+			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+				ret = -1;
 		}
+		if (ret)
+			break; /* r->failed_path keeps the directory that failed */
 		rd->path_len = save;
 		rd->path[save] = '\0';
 	}
 out:
+	if (ret && !rd->r->failed_path[0] && rd->path_len < sizeof(rd->r->failed_path))
+		memcpy(rd->r->failed_path, rd->path, rd->path_len + 1);
 	if (!keep) {
 		int err = errno;
 		close(dfd);
@@ -350,6 +357,7 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 	if (!(rd = malloc(sizeof(*rd))))
 		goto fail;
 	rd->r = r;
+	r->failed_path[0] = '\0';
 	rd->path[0] = '\0';
 	rd->path_len = 0;
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -969,11 +977,26 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
 	};
 	struct nx_snode *t;
 
+	int err;
+
 	c->sw = sw;
 	c->s->reading = sw;
 	t = nx_snap_read(sw->rootfd, &r);
+	err = errno;
 	c->s->reading = NULL;
 	c->s->entries += r.entries;
+	if (c->s->on_read)
+		c->s->on_read(c->s->ctx, sw, sw->snap, t);
+	if (!t && sw->snap && !sw->failed && err != ENOENT) {
+		/* Part of the tree cannot be watched (descriptors, memory): said
+		 * once, until a read works again. */
+		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, err, r.failed_path,
+			strlen(r.failed_path), NULL, 0);
+		sw->failed = true;
+	} else if (t) {
+		sw->failed = false;
+	}
+	errno = err;
 	return t;
 }
 
@@ -999,7 +1022,6 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (sw->rootfd < 0)
 		goto fail;
-	sw->mnt_id = mount_id(sw->rootfd);
 	/* Registered before the read, so that on_dir finds it. */
 	sw->next = s->list;
 	s->list = sw;
@@ -1007,6 +1029,7 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 		s->list = sw->next;
 		goto fail;
 	}
+	sw->mnt_id = mount_id(sw->rootfd);
 	if (w->flags & NOTIFYX_WATCH_LIST) {
 		struct nx_sdiff_watch dw = { .old = nx_snap_empty(sw->snap), .cur = sw->snap };
 		if (!dw.old) {
@@ -1110,15 +1133,17 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		struct nx_snode *t;
 		int st;
 
-		if (sw->dead || sw->w->ended || (!all && !sw->dirty))
+		if (sw->dead || sw->w->ended)
 			continue;
-		sw->dirty = false;
 		st = check_root(nx, sw, mnt, nmnt);
 		if (st == ROOT_UNMOUNTED) {
 			nx_emit(nx, sw->w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
 			nx_end_watch(nx, sw->w);
 			continue;
 		}
+		if (st == ROOT_HERE && !all && !sw->dirty)
+			continue;
+		sw->dirty = false;
 		t = st == ROOT_GONE ? nx_snap_empty(sw->snap) : read_tree(&c, sw);
 		if (!t) {
 			if (errno == ENOMEM)
@@ -1127,8 +1152,6 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		}
 		if (st == ROOT_GONE)
 			gone[ngone++] = sw;
-		if (s->on_read)
-			s->on_read(s->ctx, sw, sw->snap, t);
 		dw[n].old = sw->snap;
 		dw[n].cur = t;
 		dw[n].flags = (sw->w->flags & NOTIFYX_WATCH_RECURSIVE ? NX_SDIFF_RECURSIVE : 0) |

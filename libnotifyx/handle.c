@@ -22,7 +22,7 @@
 static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = NULL,
-	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
+	[NOTIFYX_BACKEND_DNOTIFY] = &nx_backend_dnotify,
 	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
@@ -565,7 +565,9 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 			errno = EAGAIN;
 			return -1;
 		}
-		if (epoll_pwait(nx->epfd, &ev, 1, -1, &mask) < 0 && errno != EAGAIN)
+		unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
+		if (epoll_pwait(nx->epfd, &ev, 1, -1, &mask) < 0 && errno != EAGAIN &&
+		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
 			goto fail;
 	}
 	if (masked)
