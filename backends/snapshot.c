@@ -500,6 +500,11 @@ static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 {
 	uint32_t i = 0, j = 0;
 
+	if (!v->entered && c->entered) { /* listed for the first time */
+		for (; j < c->nkids; j++)
+			arrival_tree(d, c->kids[j]);
+		return;
+	}
 	if (!v->entered || !c->entered)
 		return;
 	while (i < v->nkids || j < c->nkids) {
@@ -643,7 +648,8 @@ static int materialize(struct diff *d, struct nx_snode *t)
 	return 1;
 }
 
-static int exchange(struct diff *d, struct nx_snode *g, struct nx_snode *c, struct nx_snode *o)
+/* Swaps the places of g and o in the view: one RENAME with EXCHANGE. */
+static int swap(struct diff *d, struct nx_snode *g, struct nx_snode *o)
 {
 	struct nx_snode *gp = g->parent, *op = o->parent;
 	uint32_t glen = g->name_len, olen = o->name_len;
@@ -667,8 +673,6 @@ static int exchange(struct diff *d, struct nx_snode *g, struct nx_snode *c, stru
 	insert(gp, o);
 	d->emit(d->ctx, widx(g), NOTIFYX_RENAME, NOTIFYX_EVENT_EXCHANGE | dirflag(g), 0, d->p[0], lo,
 		d->p[1], lg);
-	settle(g, c, true);
-	settle(o, o->pair, true);
 	return 1;
 }
 
@@ -699,10 +703,13 @@ static int try_move(struct diff *d, struct nx_snode *c)
 	o = nx_snap_find(p, c->name, c->name_len);
 	if (o && o->state == S_PENDING) {
 		struct nx_snode *oc = o->pair;
-		if (gw == cw && widx(oc) == cw && same_name(oc, g) && !within(g->parent, o) &&
-		    view_at(d, oc->parent) == g->parent)
-			return exchange(d, g, c, o);
-		return 0; /* o leaves first (or never: then this is a CREATE) */
+		/* Each goes where the other was: an exchange. */
+		if (gw != cw || widx(oc) != cw || !same_name(oc, g) || within(g->parent, o) ||
+		    view_at(d, oc->parent) != g->parent || !swap(d, g, o))
+			return 0; /* o leaves first (or never: then this is a CREATE) */
+		settle(g, c, true);
+		settle(o, oc, true);
+		return 1;
 	}
 	if (o && has_pending(o))
 		return 0;
@@ -732,6 +739,22 @@ static int try_move(struct diff *d, struct nx_snode *c)
 			g->entered = c->entered;
 		}
 	}
+	settle(g, c, true);
+	return 1;
+}
+
+/* The move to c waits for the entry at c's place, which moves elsewhere in
+ * the same watch: exchanging the two puts the first in place, and the
+ * second, now at the first's old place, still has its own move to make. */
+static int break_cycle(struct diff *d, struct nx_snode *c)
+{
+	struct nx_snode *g = c->pair, *p, *o;
+	uint32_t cw = widx(c);
+
+	if (g->state != S_PENDING || !(p = view_at(d, c->parent)) || widx(g) != cw ||
+	    !(o = nx_snap_find(p, c->name, c->name_len)) || o->state != S_PENDING ||
+	    widx(o->pair) != cw || within(p, g) || within(g->parent, o) || !swap(d, g, o))
+		return 0;
 	settle(g, c, true);
 	return 1;
 }
@@ -799,16 +822,47 @@ static void create_tree(struct diff *d, uint32_t wi, const struct nx_snode *c, s
 	}
 }
 
-static void plain(struct diff *d, uint32_t wi, const struct nx_snode *v, const struct nx_snode *c,
-		  size_t len)
+static void clean(struct nx_snode *n)
+{
+	n->state = S_NONE;
+	n->pair = n->hnext = NULL;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		clean(n->kids[i]);
+}
+
+static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_snode *c, size_t len)
 {
 	uint32_t i = 0, j = 0;
 
+	if (v->entered && !c->entered && nx_snode_isdir(c)) {
+		/* It could not be read this time (it was being moved, say): what
+		 * was known of it stays known, to be compared next time. */
+		c->kids = v->kids;
+		c->nkids = v->nkids;
+		c->cap = v->cap;
+		c->entered = true;
+		v->kids = NULL;
+		v->nkids = v->cap = 0;
+		for (uint32_t k = 0; k < c->nkids; k++) {
+			c->kids[k]->parent = c;
+			clean(c->kids[k]);
+		}
+		return;
+	}
+	if (!v->entered && c->entered) { /* listed for the first time */
+		for (; j < c->nkids; j++) {
+			size_t l = push_name(d, len, c->kids[j]);
+			if (l != SIZE_MAX)
+				create_tree(d, wi, c->kids[j], l);
+			d->p[0][len] = '\0';
+		}
+		return;
+	}
 	if (!v->entered || !c->entered)
 		return;
 	while (i < v->nkids || j < c->nkids) {
-		const struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
-		const struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
+		struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
+		struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
 		int cmp = !x ? 1 : !y ? -1 : name_cmp(x->name, x->name_len, y->name, y->name_len);
 		size_t l = push_name(d, len, cmp <= 0 ? x : y);
 
@@ -858,6 +912,11 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 			progress = false;
 			for (size_t i = 0; i < d->narr; i++)
 				if (d->arr[i]->state == S_PENDING && try_move(d, d->arr[i]))
+					progress = true;
+			/* Only cycles left (a -> b -> c -> a): one exchange puts one
+			 * entry in place and shortens the cycle. */
+			for (size_t i = 0; i < d->narr && !progress; i++)
+				if (d->arr[i]->state == S_PENDING && break_cycle(d, d->arr[i]))
 					progress = true;
 		} while (progress);
 	}
@@ -1121,6 +1180,14 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	if (!cap)
 		return;
 	mnt = mounts(&nmnt);
+	if (mnt) {
+		/* A mount or unmount below a root raises no signal: any change of
+		 * the mount table has every tree read again. */
+		uint64_t h = nx_hash(mnt, nmnt * sizeof(*mnt), nmnt);
+		if (s->mnt_hash && h != s->mnt_hash)
+			all = true;
+		s->mnt_hash = h;
+	}
 	dw = calloc(cap, sizeof(*dw));
 	c.v = calloc(cap, sizeof(*c.v));
 	gone = calloc(cap, sizeof(*gone));

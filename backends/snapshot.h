@@ -99,7 +99,9 @@ struct nx_snode *nx_snap_add(struct nx_snode *parent, const char *name, size_t l
 
 struct nx_sdiff_watch {
 	struct nx_snode *old; /* taken apart by the diff: free it afterwards */
-	struct nx_snode *cur; /* untouched: the next diff's old */
+	/* The next diff's old.  A directory of cur that could not be read
+	 * (no listing) while old has one receives old's listing. */
+	struct nx_snode *cur;
 	uint32_t flags;
 };
 
@@ -160,6 +162,7 @@ struct nx_scanner {
 	void *ctx;
 	struct nx_swatch *reading; /* the watch being read (for on_dir) */
 	uint64_t entries;        /* statistics: entries read */
+	uint64_t mnt_hash;       /* of the mount ids at the last run */
 };
 
 /* Sets up w: holds its root, reads its tree, reports it with LIST. */
