@@ -676,6 +676,8 @@ static int swap(struct diff *d, struct nx_snode *g, struct nx_snode *o)
 	return 1;
 }
 
+static void delete_kids(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len);
+
 /* Applies the move that brings c->pair to the place of c.  Returns 1 when it
  * was settled (applied, found done, or given up), 0 when it must wait. */
 static int try_move(struct diff *d, struct nx_snode *c)
@@ -717,6 +719,13 @@ static int try_move(struct diff *d, struct nx_snode *c)
 	if (lold == SIZE_MAX || reserve(p, 1) < 0 || !(name = dup_name(c))) {
 		settle(g, c, false);
 		return 1;
+	}
+	if (o && gw != cw && nx_snode_isdir(o) && nx_snode_isdir(g)) {
+		/* A directory that arrives by MOVED_IN where one was: a mirror
+		 * keeps what the old one held, so that goes first. */
+		size_t l = path_of(o, d->p[0], sizeof(d->p[0]));
+		if (l != SIZE_MAX)
+			delete_kids(d, cw, o, l);
 	}
 	if (o)
 		drop(d, o); /* replaced: only the arrival is reported */
@@ -792,8 +801,6 @@ static size_t push_name(struct diff *d, size_t len, const struct nx_snode *n)
 	d->p[0][len + add] = '\0';
 	return len + add;
 }
-
-static void delete_kids(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len);
 
 static void delete_tree(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len)
 {

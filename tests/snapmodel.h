@@ -189,8 +189,10 @@ static inline const char *sm_diff(struct sm_model *a, struct sm_model *b)
 {
 	static char msg[1024];
 
-	qsort(a->e, a->n, sizeof(*a->e), sm_cmp);
-	qsort(b->e, b->n, sizeof(*b->e), sm_cmp);
+	if (a->n)
+		qsort(a->e, a->n, sizeof(*a->e), sm_cmp);
+	if (b->n)
+		qsort(b->e, b->n, sizeof(*b->e), sm_cmp);
 	for (size_t i = 0; i < a->n || i < b->n; i++) {
 		if (i >= a->n || i >= b->n || strcmp(a->e[i].path, b->e[i].path) ||
 		    a->e[i].dir != b->e[i].dir) {
