@@ -53,7 +53,7 @@ static double median(double *v, int n)
 static void make_tree(const char *root, long n)
 {
 	long made = 0, dirs = 1;
-	char **path = malloc(sizeof(*path) * (n / 20 + 2)), file[4200];
+	char **path = malloc(sizeof(*path) * (n + 2)), file[4200];
 
 	path[0] = strdup(root);
 	for (long i = 0; made < n; i++) {
