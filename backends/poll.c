@@ -22,17 +22,10 @@ struct pollb {
 	struct nx_scanner scanner;
 };
 
-/* What a comparison of two states can tell; OPEN, ACCESS and the CLOSE
- * events are operations that leave no trace in a state. */
-#define SCAN_EVENTS                                                                      \
-	(NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |          \
-	 NOTIFYX_MOVED_IN | NOTIFYX_MODIFY | NOTIFYX_ATTRIB | NOTIFYX_DELETE_SELF |      \
-	 NOTIFYX_MOVE_SELF)
-
 static uint32_t poll_supported(const struct notifyx *nx)
 {
 	(void)nx;
-	return SCAN_EVENTS;
+	return NX_SCAN_EVENTS;
 }
 
 static int poll_open(struct notifyx *nx)

@@ -315,14 +315,21 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 			if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) &&
 			    pk->a.ino != k->a.ino)
 				pk = NULL;
-			/* One that vanished or cannot be read stays without a listing. */
+			/* One that vanished or cannot be read stays without a
+			 * listing; running out of descriptors or memory fails. */
 			if (fd >= 0)
 				ret = read_dir(rd, k, fd, pk, root_dev);
+			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+				ret = -1;
 		}
+		if (ret)
+			break; /* r->failed_path keeps the directory that failed */
 		rd->path_len = save;
 		rd->path[save] = '\0';
 	}
 out:
+	if (ret && !rd->r->failed_path[0] && rd->path_len < sizeof(rd->r->failed_path))
+		memcpy(rd->r->failed_path, rd->path, rd->path_len + 1);
 	if (!keep) {
 		int err = errno;
 		close(dfd);
@@ -350,6 +357,7 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 	if (!(rd = malloc(sizeof(*rd))))
 		goto fail;
 	rd->r = r;
+	r->failed_path[0] = '\0';
 	rd->path[0] = '\0';
 	rd->path_len = 0;
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -492,6 +500,11 @@ static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 {
 	uint32_t i = 0, j = 0;
 
+	if (!v->entered && c->entered) { /* listed for the first time */
+		for (; j < c->nkids; j++)
+			arrival_tree(d, c->kids[j]);
+		return;
+	}
 	if (!v->entered || !c->entered)
 		return;
 	while (i < v->nkids || j < c->nkids) {
@@ -635,7 +648,8 @@ static int materialize(struct diff *d, struct nx_snode *t)
 	return 1;
 }
 
-static int exchange(struct diff *d, struct nx_snode *g, struct nx_snode *c, struct nx_snode *o)
+/* Swaps the places of g and o in the view: one RENAME with EXCHANGE. */
+static int swap(struct diff *d, struct nx_snode *g, struct nx_snode *o)
 {
 	struct nx_snode *gp = g->parent, *op = o->parent;
 	uint32_t glen = g->name_len, olen = o->name_len;
@@ -659,10 +673,10 @@ static int exchange(struct diff *d, struct nx_snode *g, struct nx_snode *c, stru
 	insert(gp, o);
 	d->emit(d->ctx, widx(g), NOTIFYX_RENAME, NOTIFYX_EVENT_EXCHANGE | dirflag(g), 0, d->p[0], lo,
 		d->p[1], lg);
-	settle(g, c, true);
-	settle(o, o->pair, true);
 	return 1;
 }
+
+static void delete_kids(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len);
 
 /* Applies the move that brings c->pair to the place of c.  Returns 1 when it
  * was settled (applied, found done, or given up), 0 when it must wait. */
@@ -691,10 +705,13 @@ static int try_move(struct diff *d, struct nx_snode *c)
 	o = nx_snap_find(p, c->name, c->name_len);
 	if (o && o->state == S_PENDING) {
 		struct nx_snode *oc = o->pair;
-		if (gw == cw && widx(oc) == cw && same_name(oc, g) && !within(g->parent, o) &&
-		    view_at(d, oc->parent) == g->parent)
-			return exchange(d, g, c, o);
-		return 0; /* o leaves first (or never: then this is a CREATE) */
+		/* Each goes where the other was: an exchange. */
+		if (gw != cw || widx(oc) != cw || !same_name(oc, g) || within(g->parent, o) ||
+		    view_at(d, oc->parent) != g->parent || !swap(d, g, o))
+			return 0; /* o leaves first (or never: then this is a CREATE) */
+		settle(g, c, true);
+		settle(o, oc, true);
+		return 1;
 	}
 	if (o && has_pending(o))
 		return 0;
@@ -702,6 +719,13 @@ static int try_move(struct diff *d, struct nx_snode *c)
 	if (lold == SIZE_MAX || reserve(p, 1) < 0 || !(name = dup_name(c))) {
 		settle(g, c, false);
 		return 1;
+	}
+	if (o && gw != cw && nx_snode_isdir(o) && nx_snode_isdir(g)) {
+		/* A directory that arrives by MOVED_IN where one was: a mirror
+		 * keeps what the old one held, so that goes first. */
+		size_t l = path_of(o, d->p[0], sizeof(d->p[0]));
+		if (l != SIZE_MAX)
+			delete_kids(d, cw, o, l);
 	}
 	if (o)
 		drop(d, o); /* replaced: only the arrival is reported */
@@ -724,6 +748,22 @@ static int try_move(struct diff *d, struct nx_snode *c)
 			g->entered = c->entered;
 		}
 	}
+	settle(g, c, true);
+	return 1;
+}
+
+/* The move to c waits for the entry at c's place, which moves elsewhere in
+ * the same watch: exchanging the two puts the first in place, and the
+ * second, now at the first's old place, still has its own move to make. */
+static int break_cycle(struct diff *d, struct nx_snode *c)
+{
+	struct nx_snode *g = c->pair, *p, *o;
+	uint32_t cw = widx(c);
+
+	if (g->state != S_PENDING || !(p = view_at(d, c->parent)) || widx(g) != cw ||
+	    !(o = nx_snap_find(p, c->name, c->name_len)) || o->state != S_PENDING ||
+	    widx(o->pair) != cw || within(p, g) || within(g->parent, o) || !swap(d, g, o))
+		return 0;
 	settle(g, c, true);
 	return 1;
 }
@@ -762,8 +802,6 @@ static size_t push_name(struct diff *d, size_t len, const struct nx_snode *n)
 	return len + add;
 }
 
-static void delete_kids(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len);
-
 static void delete_tree(struct diff *d, uint32_t wi, const struct nx_snode *v, size_t len)
 {
 	delete_kids(d, wi, v, len);
@@ -791,16 +829,47 @@ static void create_tree(struct diff *d, uint32_t wi, const struct nx_snode *c, s
 	}
 }
 
-static void plain(struct diff *d, uint32_t wi, const struct nx_snode *v, const struct nx_snode *c,
-		  size_t len)
+static void clean(struct nx_snode *n)
+{
+	n->state = S_NONE;
+	n->pair = n->hnext = NULL;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		clean(n->kids[i]);
+}
+
+static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_snode *c, size_t len)
 {
 	uint32_t i = 0, j = 0;
 
+	if (v->entered && !c->entered && nx_snode_isdir(c)) {
+		/* It could not be read this time (it was being moved, say): what
+		 * was known of it stays known, to be compared next time. */
+		c->kids = v->kids;
+		c->nkids = v->nkids;
+		c->cap = v->cap;
+		c->entered = true;
+		v->kids = NULL;
+		v->nkids = v->cap = 0;
+		for (uint32_t k = 0; k < c->nkids; k++) {
+			c->kids[k]->parent = c;
+			clean(c->kids[k]);
+		}
+		return;
+	}
+	if (!v->entered && c->entered) { /* listed for the first time */
+		for (; j < c->nkids; j++) {
+			size_t l = push_name(d, len, c->kids[j]);
+			if (l != SIZE_MAX)
+				create_tree(d, wi, c->kids[j], l);
+			d->p[0][len] = '\0';
+		}
+		return;
+	}
 	if (!v->entered || !c->entered)
 		return;
 	while (i < v->nkids || j < c->nkids) {
-		const struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
-		const struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
+		struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
+		struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
 		int cmp = !x ? 1 : !y ? -1 : name_cmp(x->name, x->name_len, y->name, y->name_len);
 		size_t l = push_name(d, len, cmp <= 0 ? x : y);
 
@@ -850,6 +919,11 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 			progress = false;
 			for (size_t i = 0; i < d->narr; i++)
 				if (d->arr[i]->state == S_PENDING && try_move(d, d->arr[i]))
+					progress = true;
+			/* Only cycles left (a -> b -> c -> a): one exchange puts one
+			 * entry in place and shortens the cycle. */
+			for (size_t i = 0; i < d->narr && !progress; i++)
+				if (d->arr[i]->state == S_PENDING && break_cycle(d, d->arr[i]))
 					progress = true;
 		} while (progress);
 	}
@@ -969,11 +1043,26 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
 	};
 	struct nx_snode *t;
 
+	int err;
+
 	c->sw = sw;
 	c->s->reading = sw;
 	t = nx_snap_read(sw->rootfd, &r);
+	err = errno;
 	c->s->reading = NULL;
 	c->s->entries += r.entries;
+	if (c->s->on_read)
+		c->s->on_read(c->s->ctx, sw, sw->snap, t);
+	if (!t && sw->snap && !sw->failed && err != ENOENT) {
+		/* Part of the tree cannot be watched (descriptors, memory): said
+		 * once, until a read works again. */
+		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, err, r.failed_path,
+			strlen(r.failed_path), NULL, 0);
+		sw->failed = true;
+	} else if (t) {
+		sw->failed = false;
+	}
+	errno = err;
 	return t;
 }
 
@@ -999,7 +1088,6 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (sw->rootfd < 0)
 		goto fail;
-	sw->mnt_id = mount_id(sw->rootfd);
 	/* Registered before the read, so that on_dir finds it. */
 	sw->next = s->list;
 	s->list = sw;
@@ -1007,6 +1095,7 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 		s->list = sw->next;
 		goto fail;
 	}
+	sw->mnt_id = mount_id(sw->rootfd);
 	if (w->flags & NOTIFYX_WATCH_LIST) {
 		struct nx_sdiff_watch dw = { .old = nx_snap_empty(sw->snap), .cur = sw->snap };
 		if (!dw.old) {
@@ -1098,6 +1187,14 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	if (!cap)
 		return;
 	mnt = mounts(&nmnt);
+	if (mnt) {
+		/* A mount or unmount below a root raises no signal: any change of
+		 * the mount table has every tree read again. */
+		uint64_t h = nx_hash(mnt, nmnt * sizeof(*mnt), nmnt);
+		if (s->mnt_hash && h != s->mnt_hash)
+			all = true;
+		s->mnt_hash = h;
+	}
 	dw = calloc(cap, sizeof(*dw));
 	c.v = calloc(cap, sizeof(*c.v));
 	gone = calloc(cap, sizeof(*gone));
@@ -1110,15 +1207,17 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		struct nx_snode *t;
 		int st;
 
-		if (sw->dead || sw->w->ended || (!all && !sw->dirty))
+		if (sw->dead || sw->w->ended)
 			continue;
-		sw->dirty = false;
 		st = check_root(nx, sw, mnt, nmnt);
 		if (st == ROOT_UNMOUNTED) {
 			nx_emit(nx, sw->w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
 			nx_end_watch(nx, sw->w);
 			continue;
 		}
+		if (st == ROOT_HERE && !all && !sw->dirty)
+			continue;
+		sw->dirty = false;
 		t = st == ROOT_GONE ? nx_snap_empty(sw->snap) : read_tree(&c, sw);
 		if (!t) {
 			if (errno == ENOMEM)
@@ -1127,8 +1226,6 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		}
 		if (st == ROOT_GONE)
 			gone[ngone++] = sw;
-		if (s->on_read)
-			s->on_read(s->ctx, sw, sw->snap, t);
 		dw[n].old = sw->snap;
 		dw[n].cur = t;
 		dw[n].flags = (sw->w->flags & NOTIFYX_WATCH_RECURSIVE ? NX_SDIFF_RECURSIVE : 0) |

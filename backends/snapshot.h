@@ -70,13 +70,17 @@ struct nx_sread {
 	 * (the reader then never closes it), 0 when not, -1 to stop the read
 	 * with errno (the tree is then freed).  May be NULL. */
 	int (*on_dir)(void *ctx, struct nx_snode *n, int fd, const char *path);
+	/* After a failure: the directory (relative path) where it happened,
+	 * or "" for the root, or when it would not fit. */
+	char failed_path[256];
 };
 
 /* Reads the tree at fd (any descriptor of the root, O_PATH included).  The
  * root is a directory (listed, and entered below when recursive) or any
  * other file (no listing).  Returns NULL with errno on failure; entries that
  * vanish while being read are left out, directories that cannot be opened
- * are kept without a listing. */
+ * are kept without a listing, except for EMFILE, ENFILE and ENOMEM, which
+ * fail the read. */
 struct nx_snode *nx_snap_read(int fd, struct nx_sread *r);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
@@ -95,7 +99,9 @@ struct nx_snode *nx_snap_add(struct nx_snode *parent, const char *name, size_t l
 
 struct nx_sdiff_watch {
 	struct nx_snode *old; /* taken apart by the diff: free it afterwards */
-	struct nx_snode *cur; /* untouched: the next diff's old */
+	/* The next diff's old.  A directory of cur that could not be read
+	 * (no listing) while old has one receives old's listing. */
+	struct nx_snode *cur;
 	uint32_t flags;
 };
 
@@ -121,6 +127,13 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 struct notifyx;
 struct nx_watch;
 
+/* What a comparison of two states can tell; OPEN, ACCESS and the CLOSE
+ * events are operations that leave no trace in a state. */
+#define NX_SCAN_EVENTS                                                                   \
+	(NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |          \
+	 NOTIFYX_MOVED_IN | NOTIFYX_MODIFY | NOTIFYX_ATTRIB | NOTIFYX_DELETE_SELF |      \
+	 NOTIFYX_MOVE_SELF)
+
 struct nx_swatch {
 	struct nx_watch *w;
 	int rootfd;              /* O_PATH, held: it follows the root wherever it goes */
@@ -129,6 +142,7 @@ struct nx_swatch {
 	bool away;               /* MOVE_SELF reported: the path leads elsewhere */
 	bool dead;               /* removed while a scan ran: freed after it */
 	bool dirty;              /* to be scanned at the next nx_scanner_run(..., false) */
+	bool failed;             /* the last read failed and an ERROR said so */
 	struct nx_swatch *next;
 	void *bdata;             /* the backend's */
 };
@@ -142,17 +156,20 @@ struct nx_scanner {
 	/* Called when a watch's state is freed (dnotify releases directories). */
 	void (*on_free)(void *ctx, struct nx_swatch *sw);
 	/* Called after each read of a watch's tree, with the old and new
-	 * snapshots (dnotify moves its registrations to the new nodes). */
+	 * snapshots, or with cur NULL when the read failed (dnotify keeps the
+	 * descriptors of one of them). */
 	void (*on_read)(void *ctx, struct nx_swatch *sw, struct nx_snode *old, struct nx_snode *cur);
 	void *ctx;
 	struct nx_swatch *reading; /* the watch being read (for on_dir) */
 	uint64_t entries;        /* statistics: entries read */
+	uint64_t mnt_hash;       /* of the mount ids at the last run */
 };
 
 /* Sets up w: holds its root, reads its tree, reports it with LIST. */
 int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w);
 void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w);
-/* Checks the roots and rescans: every watch, or (all false) the dirty ones. */
+/* Checks every root (moved, deleted, unmounted) and reads the trees again:
+ * every watch's, or (all false) the dirty ones' and those of roots that went. */
 void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all);
 struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w);
 void nx_scanner_free(struct nx_scanner *s);

@@ -23,7 +23,7 @@
 static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
-	[NOTIFYX_BACKEND_DNOTIFY] = NULL,
+	[NOTIFYX_BACKEND_DNOTIFY] = &nx_backend_dnotify,
 	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
@@ -569,8 +569,11 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		}
 		/* ppoll(2), not epoll_pwait(2): a caught signal ends the wait
 		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
-		 * does not, where epoll_wait would fail with EINTR (signal(7)). */
-		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN)
+		 * does not, where epoll_wait would fail with EINTR (signal(7)).
+		 * An EINTR from the backend's own signals (dnotify) is not one. */
+		unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
+		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN &&
+		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
 			goto fail;
 	}
 	if (masked)

@@ -158,11 +158,15 @@ struct nx_backend {
 	/* Reads what the kernel has without blocking and queues events;
 	 * returns 0, or -1 with errno on a hard failure. */
 	int (*process)(struct notifyx *nx);
+	/* Optional: how many of the backend's own signals the calling thread
+	 * has handled; a blocking read that one of them interrupted goes on. */
+	unsigned long (*own_signals)(void);
 };
 
 extern const struct nx_backend nx_backend_inotify;
 extern const struct nx_backend nx_backend_poll;
 extern const struct nx_backend nx_backend_fanotify;
+extern const struct nx_backend nx_backend_dnotify;
 
 /* ---- the handle ---- */
 

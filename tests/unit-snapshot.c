@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the diff of backends/snapshot.c (a pure function over two
+ * trees built in memory): each case checks the exact events, and that a
+ * mirror applying them to the old tree ends equal to the new one.  Reading
+ * real directories (nanosecond times, inode reuse, renames found by inode)
+ * is tested on the kernel by tests/scan-identity.c. */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "nx.h"
+#include "snapmodel.h"
+
+/* ---- building trees: "name=ino[,b=btime][,s=size][,m=mtime][,p=perm]" ----
+ * separated by spaces, a trailing '/' on the name for a directory, parents
+ * before their entries.  The birth time defaults to ino * 1000. */
+
+static struct nx_snode *build(const char *spec)
+{
+	struct nx_sattr ra = { .ino = 1, .dev = 1, .mode = S_IFDIR | 0755, .has_id2 = true };
+	struct nx_snode *root = nx_snap_add(NULL, "", 0, &ra);
+	char *s = strdup(spec), *save = NULL;
+
+	assert_non_null(root);
+	root->entered = true;
+	for (char *tok = strtok_r(s, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		struct nx_sattr a = { .dev = 1, .has_id2 = true };
+		char *eq = strchr(tok, '='), *name, *slash, *opt;
+		struct nx_snode *parent = root, *n;
+		bool dir;
+
+		assert_non_null(eq);
+		*eq = '\0';
+		a.ino = strtoull(eq + 1, &opt, 10);
+		a.id2 = a.ino * 1000;
+		a.size = 0;
+		for (; *opt == ','; opt++) {
+			char k = opt[1];
+			unsigned long long v = strtoull(opt + 3, &opt, 10);
+			if (k == 'b')
+				a.id2 = v;
+			else if (k == 's')
+				a.size = v;
+			else if (k == 'm')
+				a.mtime = (int64_t)v;
+			else if (k == 'p')
+				a.mode = (uint32_t)v;
+			opt--;
+		}
+		dir = tok[strlen(tok) - 1] == '/';
+		if (dir)
+			tok[strlen(tok) - 1] = '\0';
+		a.mode = (dir ? S_IFDIR : S_IFREG) | (a.mode ? a.mode : 0644);
+		for (name = tok; (slash = strchr(name, '/')); name = slash + 1) {
+			parent = nx_snap_find(parent, name, (size_t)(slash - name));
+			assert_non_null(parent);
+		}
+		n = nx_snap_add(parent, name, strlen(name), &a);
+		assert_non_null(n);
+		n->entered = dir;
+	}
+	free(s);
+	return root;
+}
+
+/* ---- running the diff and recording its events ---- */
+
+struct rec {
+	char text[8192];
+	struct sm_model *models;
+};
+
+static void record(void *ctx, size_t w, uint32_t mask, uint32_t flags, uint32_t cookie,
+		   const char *path, size_t len, const char *old, size_t old_len)
+{
+	struct rec *r = ctx;
+	char one[1024];
+
+	assert_int_equal(strlen(path), len);
+	assert_int_equal(old ? strlen(old) : 0, old_len);
+	snprintf(one, sizeof(one), "%s%zu:%s%s %s%s%s%s%s", r->text[0] ? "|" : "", w,
+		 notifyx_event_name(mask), flags & NOTIFYX_EVENT_ISDIR ? "/" : "", path,
+		 old_len ? (flags & NOTIFYX_EVENT_EXCHANGE ? "<->" : "<-") : "", old_len ? old : "",
+		 cookie ? " #" : "", cookie ? "c" : "");
+	strncat(r->text, one, sizeof(r->text) - strlen(r->text) - 1);
+	sm_apply(&r->models[w], mask, flags, path, old);
+}
+
+/* Diffs old[i] -> cur[i] for n watches; returns the events as text and
+ * checks the mirror invariant.  Frees the trees. */
+static const char *diff_n(struct nx_snode **old, struct nx_snode **cur, const uint32_t *flags,
+			  size_t n)
+{
+	static struct rec r;
+	struct nx_sdiff_watch w[4];
+	struct sm_model models[4], want;
+	uint32_t cookie = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.models = models;
+	for (size_t i = 0; i < n; i++) {
+		w[i] = (struct nx_sdiff_watch){ .old = old[i], .cur = cur[i], .flags = flags[i] };
+		sm_from_tree(&models[i], old[i]);
+	}
+	assert_int_equal(nx_snap_diff(w, n, &cookie, record, &r), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *d;
+		if (models[i].why[0])
+			fail_msg("watch %zu: %s; events: %s", i, models[i].why, r.text);
+		sm_from_tree(&want, cur[i]);
+		/* Without LIST, what a directory moved in holds is implied. */
+		if (!models[i].overflow && (flags[i] & NX_SDIFF_LIST) &&
+		    (d = sm_diff(&models[i], &want)))
+			fail_msg("watch %zu: %s; events: %s", i, d, r.text);
+		sm_free(&want);
+		sm_free(&models[i]);
+		nx_snap_free(old[i]);
+		nx_snap_free(cur[i]);
+	}
+	return r.text;
+}
+
+static const char *diff1(const char *from, const char *to)
+{
+	struct nx_snode *o = build(from), *c = build(to);
+	uint32_t f = NX_SDIFF_RECURSIVE | NX_SDIFF_LIST;
+
+	return diff_n(&o, &c, &f, 1);
+}
+
+#define DIFF(from, to, want) assert_string_equal(diff1((from), (to)), (want))
+
+/* ---- cases ---- */
+
+static void nothing(void **state)
+{
+	(void)state;
+	DIFF("a=2 d/=3 d/f=4", "a=2 d/=3 d/f=4", "");
+}
+
+static void create_delete(void **state)
+{
+	(void)state;
+	DIFF("a=2", "a=2 b=3", "0:create b");
+	DIFF("a=2 b=3", "b=3", "0:delete a");
+	/* Parents before their entries; entries before their directory. */
+	DIFF("", "d/=2 d/e/=3 d/e/f=4", "0:create/ d|0:create/ d/e|0:create d/e/f");
+	DIFF("d/=2 d/e/=3 d/e/f=4", "", "0:delete d/e/f|0:delete/ d/e|0:delete/ d");
+}
+
+static void rename_by_inode(void **state)
+{
+	(void)state;
+	DIFF("a=2", "b=2", "0:rename b<-a");
+	DIFF("a=2 d/=3", "d/=3 d/a=2", "0:rename d/a<-a");
+	/* A directory carries its entries: one event. */
+	DIFF("d/=2 d/f=3 d/e/=4 d/e/g=5", "x/=2 x/f=3 x/e/=4 x/e/g=5", "0:rename/ x<-d");
+	/* ... and a change inside it is reported under its new name. */
+	DIFF("d/=2 d/f=3", "x/=2 x/g=3", "0:rename/ x<-d|0:rename x/g<-x/f");
+}
+
+static void inode_reuse_is_not_rename(void **state)
+{
+	(void)state;
+	/* Same inode number, another birth time: a new file. */
+	DIFF("a=2", "b=2,b=7", "0:delete a|0:create b");
+	/* The same name with a new file of the reused number: the arrival only. */
+	DIFF("a=2", "a=2,b=9", "0:create a");
+}
+
+static void modify_attrib(void **state)
+{
+	(void)state;
+	DIFF("a=2,s=1", "a=2,s=5", "0:modify a");
+	/* Within the same second: nanoseconds count. */
+	DIFF("a=2,m=1000000001", "a=2,m=1000000002", "0:modify a");
+	DIFF("a=2,p=420", "a=2,p=384", "0:attrib a");
+	/* A directory's size and times follow its entries: not reported. */
+	DIFF("d/=2,s=1,m=1", "d/=2,s=2,m=2", "");
+	DIFF("d/=2", "d/=2,p=448", "0:attrib/ d");
+}
+
+static void replaced(void **state)
+{
+	(void)state;
+	/* A rename onto an existing name: only the arrival. */
+	DIFF("a=2 b=3", "b=2", "0:rename b<-a");
+	/* A directory replaced by another: its entries go, then the arrival. */
+	DIFF("d/=2 d/f=3", "d/=4 d/g=5", "0:delete d/f|0:create/ d|0:create d/g");
+	/* A file replaced by a directory. */
+	DIFF("d=2", "d/=4 d/g=5", "0:create/ d|0:create d/g");
+}
+
+static void exchange(void **state)
+{
+	(void)state;
+	DIFF("a=2 b=3", "a=3 b=2", "0:rename a<->b");
+	/* ISDIR describes the entry now at path. */
+	DIFF("a/=2 b=3", "a=3 b/=2", "0:rename a<->b");
+}
+
+static void chains_and_cycles(void **state)
+{
+	(void)state;
+	/* b -> c, then a -> b: the first move is reported first. */
+	DIFF("a=2 b=3", "b=2 c=3", "0:rename c<-b|0:rename b<-a");
+	/* A three-cycle: two exchanges. */
+	DIFF("a=2 b=3 c=4", "a=4 b=2 c=3", "0:rename a<->c|0:rename b<->c");
+}
+
+static void into_new_directory(void **state)
+{
+	(void)state;
+	/* mkdir n; mv f n/f: the directory first, then the move. */
+	DIFF("f=2", "n/=3 n/f=2", "0:create/ n|0:rename n/f<-f");
+}
+
+static void between_watches(void **state)
+{
+	struct nx_snode *o[2] = { build("a=2 d/=5"), build("x=3") };
+	struct nx_snode *c[2] = { build("d/=5"), build("x=3 y=2") };
+	uint32_t f[2] = { NX_SDIFF_RECURSIVE | NX_SDIFF_LIST, NX_SDIFF_RECURSIVE | NX_SDIFF_LIST };
+
+	(void)state;
+	assert_string_equal(diff_n(o, c, f, 2), "0:moved_out a #c|1:moved_in y #c");
+	/* A directory moved in is listed in a LIST watch. */
+	o[0] = build("d/=5 d/f=6");
+	o[1] = build("");
+	c[0] = build("");
+	c[1] = build("e/=5 e/f=6");
+	assert_string_equal(diff_n(o, c, f, 2), "0:moved_out/ d #c|1:moved_in/ e #c|1:create e/f");
+	/* ... and not in a recursive one without LIST (implied). */
+	f[1] = NX_SDIFF_RECURSIVE;
+	o[0] = build("d/=5 d/f=6");
+	o[1] = build("");
+	c[0] = build("");
+	c[1] = build("e/=5 e/f=6");
+	assert_string_equal(diff_n(o, c, f, 2), "0:moved_out/ d #c|1:moved_in/ e #c");
+}
+
+static void cookies_differ(void **state)
+{
+	struct nx_snode *o[2] = { build("a=2 b=3"), build("") };
+	struct nx_snode *c[2] = { build(""), build("a=2 b=3") };
+	uint32_t f[2] = { NX_SDIFF_RECURSIVE, NX_SDIFF_RECURSIVE };
+	struct nx_sdiff_watch w[2] = { { o[0], c[0], f[0] }, { o[1], c[1], f[1] } };
+	struct sm_model m[2];
+	struct rec r = { .models = m };
+	uint32_t cookie = 0xfffffffe;
+
+	(void)state;
+	sm_from_tree(&m[0], o[0]);
+	sm_from_tree(&m[1], o[1]);
+	assert_int_equal(nx_snap_diff(w, 2, &cookie, record, &r), 0);
+	assert_string_equal(r.text, "0:moved_out a #c|1:moved_in a #c|0:moved_out b #c|1:moved_in b #c");
+	/* The counter wrapped: 0xffffffff, then 1 (never 0). */
+	assert_int_equal(cookie, 1);
+	for (int i = 0; i < 2; i++) {
+		sm_free(&m[i]);
+		nx_snap_free(o[i]);
+		nx_snap_free(c[i]);
+	}
+}
+
+static void unread_directory_keeps_listing(void **state)
+{
+	struct nx_snode *o = build("d/=2 d/f=3"), *c = build("d/=2");
+	uint32_t f = NX_SDIFF_RECURSIVE;
+	struct nx_sdiff_watch w = { o, c, f };
+	struct sm_model m;
+	struct rec r = { .models = &m };
+	uint32_t cookie = 0;
+
+	(void)state;
+	/* d could not be read this time: nothing is reported, and the new
+	 * snapshot keeps what was known of it. */
+	nx_snap_find(c, "d", 1)->entered = false;
+	sm_from_tree(&m, o);
+	assert_int_equal(nx_snap_diff(&w, 1, &cookie, record, &r), 0);
+	assert_string_equal(r.text, "");
+	assert_non_null(nx_snap_find(nx_snap_find(c, "d", 1), "f", 1));
+	sm_free(&m);
+	nx_snap_free(o);
+	nx_snap_free(c);
+}
+
+static void remount_is_overflow(void **state)
+{
+	struct nx_snode *o = build("m/=2 m/f=3"), *c = build("m/=9");
+	uint32_t f = NX_SDIFF_RECURSIVE;
+
+	(void)state;
+	/* m was another filesystem's root (another device than its parent). */
+	nx_snap_find(o, "m", 1)->a.dev = 2;
+	nx_snap_find(nx_snap_find(o, "m", 1), "f", 1)->a.dev = 2;
+	assert_string_equal(diff_n(&o, &c, &f, 1), "0:overflow ");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nothing),
+		cmocka_unit_test(create_delete),
+		cmocka_unit_test(rename_by_inode),
+		cmocka_unit_test(inode_reuse_is_not_rename),
+		cmocka_unit_test(modify_attrib),
+		cmocka_unit_test(replaced),
+		cmocka_unit_test(exchange),
+		cmocka_unit_test(chains_and_cycles),
+		cmocka_unit_test(into_new_directory),
+		cmocka_unit_test(between_watches),
+		cmocka_unit_test(cookies_differ),
+		cmocka_unit_test(unread_directory_keeps_listing),
+		cmocka_unit_test(remount_is_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
