@@ -1274,9 +1274,12 @@ static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t ma
 		if (nx_excluded(nx, w, mp + fw->root_len + (fw->root_len > 1),
 				strrchr(mp, '/') + 1))
 			continue;
-		if (fs_mark(nx, w, mp, mask) < 0 && errno != ENOENT && errno != EACCES &&
-		    errno != ENODEV && errno != EXDEV)
+		if (fs_mark(nx, w, mp, mask) == 0)
+			continue;
+		if (errno == ENOMEM || errno == ENOSPC)
 			ret = -1;
+		else if (errno != ENOENT) /* say what is not watched */
+			emit_error(nx, w, mp + fw->root_len + (fw->root_len > 1), errno);
 	}
 	free(line);
 	fclose(f);
@@ -1921,10 +1924,11 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 			fa->fsmode = 1;
 			return 0;
 		}
-		if (w->ended || (errno != EPERM && errno != EXDEV))
+		if (w->ended || (errno != EPERM && errno != EXDEV && errno != ENODEV &&
+				 errno != EINVAL && errno != EOPNOTSUPP))
 			goto fail;
-		/* No privilege (or a filesystem that cannot be marked whole
-		 * here): inode marks, as without CAP_SYS_ADMIN. */
+		/* No privilege, or a filesystem that cannot be marked whole
+		 * (pseudo filesystems): inode marks, as without CAP_SYS_ADMIN. */
 		if (errno == EPERM)
 			fa->fsmode = -1;
 	}
