@@ -1808,8 +1808,13 @@ static int fan_open(struct notifyx *nx)
 	if (!fa)
 		return -1;
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]) && fa->fd < 0; i++) {
-		fa->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | modes[i],
+	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
+	 * hears the whole filesystem, and activity outside the trees must not
+	 * overflow it (the library drains it into its own queue, whose
+	 * queue_max counts only events of the watches). */
+	for (size_t i = 0; i < 2 * sizeof(modes) / sizeof(modes[0]) && fa->fd < 0; i++) {
+		unsigned flags = modes[i / 2] | (i % 2 ? 0 : FAN_UNLIMITED_QUEUE);
+		fa->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | flags,
 				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
 		if (fa->fd < 0 && errno != EINVAL && errno != EPERM && errno != EOPNOTSUPP)
 			break;
