@@ -242,6 +242,7 @@ struct fsmark {
 	unsigned char fsid[8];
 	char *path;           /* a directory on it, to decode handles against */
 	uint64_t dirkey;      /* the kobj key of that directory */
+	int mfd;              /* that directory open, or -1 (see mount_fd) */
 	unsigned refs;        /* watches using it */
 	uint64_t kmask;
 };
@@ -904,10 +905,33 @@ static void dry_point(struct notifyx *nx)
 /* Opens the directory that handles of fm are decoded against.  It must be a
  * real open (not O_PATH), which the filesystem mark reports: that OPEN and
  * CLOSE_NOWRITE are the library's own, dropped like a listing's. */
-static int mount_fd(struct fan *fa, const struct fsmark *fm)
+static int mount_fd(struct fan *fa, struct fsmark *fm)
 {
-	nx_map_put(&fa->listed, fm->dirkey, (void *)1);
-	return open(fm->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fm->mfd < 0) {
+		nx_map_put(&fa->listed, fm->dirkey, (void *)1);
+		fm->mfd = open(fm->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	}
+	return fm->mfd;
+}
+
+/* The descriptors of mount_fd() stay open while the kernel queue is being
+ * read (a burst of new directories costs no open each), and are closed
+ * before it is read dry, so that their CLOSE_NOWRITE is read (and dropped)
+ * too: true when there was one. */
+static bool close_mount_fds(struct fan *fa)
+{
+	struct fsmark *fm;
+	size_t pos = 0;
+	bool any = false;
+
+	while (nx_map_next(&fa->fsmarks, &pos, NULL, (void **)&fm)) {
+		if (fm->mfd >= 0) {
+			close(fm->mfd);
+			fm->mfd = -1;
+			any = true;
+		}
+	}
+	return any;
 }
 
 static struct fsmark *fsmark_of(const struct fan *fa, const unsigned char *fsid)
@@ -941,7 +965,7 @@ static bool pending_move(const struct fan *fa, const unsigned char *id, size_t i
 	return false;
 }
 
-static int open_handle(struct fan *fa, const struct fsmark *fm, const unsigned char *id,
+static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
 		       size_t idlen)
 {
 	struct {
@@ -960,7 +984,6 @@ static int open_handle(struct fan *fa, const struct fsmark *fm, const unsigned c
 	if ((mfd = mount_fd(fa, fm)) < 0)
 		return -1;
 	fd = open_by_handle_at(mfd, &h.fh, O_PATH | O_CLOEXEC);
-	close(mfd);
 	return fd;
 }
 
@@ -1035,8 +1058,12 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 
 	if (!fm || id->len > ID_MAX)
 		return kobj_find(fa, id);
-	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0)
+	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
+		/* Gone: a handle is never reused, nothing will be found there. */
+		if (errno == ESTALE)
+			nx_map_put(&fa->outside, id->key, (void *)1);
 		return kobj_find(fa, id);
+	}
 	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain)))) {
 		close(fd);
 		return kobj_find(fa, id);
@@ -1183,6 +1210,7 @@ static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uin
 			goto fail;
 		}
 		memcpy(fm->fsid, id, 8);
+		fm->mfd = -1;
 		fm->dirkey = nx_fan_key(id, len);
 		int mfd = open(fm->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (mfd >= 0 && fd_id(mfd, id, &len) == 0)
@@ -1226,6 +1254,8 @@ static void fs_unmark(struct notifyx *nx, struct fwatch *fw)
 			fanotify_mark(fa->fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, fm->kmask,
 				      AT_FDCWD, fm->path);
 		nx_map_del(&fa->fsmarks, nx_fan_key(fm->fsid, 8));
+		if (fm->mfd >= 0)
+			close(fm->mfd);
 		free(fm->path);
 		free(fm);
 	}
@@ -1750,6 +1780,8 @@ static int fan_process(struct notifyx *nx)
 			break;
 		}
 		if (n <= 0) {
+			if (close_mount_fds(fa))
+				continue; /* read their CLOSE_NOWRITE, then be dry */
 			dry = true;
 			break;
 		}
@@ -1781,6 +1813,10 @@ static int fan_process(struct notifyx *nx)
 		if (nx->queue.count && !fa->len)
 			break;
 	}
+	/* Nothing stays open between calls (an open directory would keep its
+	 * filesystem from being unmounted); not read dry, the CLOSE_NOWRITE
+	 * that comes is still dropped, as the listed set lives until then. */
+	close_mount_fds(fa);
 	if (dry)
 		dry_point(nx);
 	errno = err;
