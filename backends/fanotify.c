@@ -132,8 +132,11 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 				r->fid.len = 0;
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->dfid, &r->name))
+			if (!decode_id(p, ilen, true, &r->dfid, &r->name)) {
 				r->dfid.len = 0;
+				r->name.name = NULL;
+				r->name.len = 0;
+			}
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID:
 			if (!decode_id(p, ilen, false, &r->dfid, NULL))
@@ -142,12 +145,18 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 			r->name.len = 0;
 			break;
 		case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->odfid, &r->oname))
+			if (!decode_id(p, ilen, true, &r->odfid, &r->oname)) {
 				r->odfid.len = 0;
+				r->oname.name = NULL;
+				r->oname.len = 0;
+			}
 			break;
 		case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname))
+			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname)) {
 				r->ndfid.len = 0;
+				r->nname.name = NULL;
+				r->nname.len = 0;
+			}
 			break;
 		default:
 			break; /* unknown: skipped by its own length */
