@@ -132,8 +132,11 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 				r->fid.len = 0;
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->dfid, &r->name))
+			if (!decode_id(p, ilen, true, &r->dfid, &r->name)) {
 				r->dfid.len = 0;
+				r->name.name = NULL;
+				r->name.len = 0;
+			}
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID:
 			if (!decode_id(p, ilen, false, &r->dfid, NULL))
@@ -142,12 +145,18 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 			r->name.len = 0;
 			break;
 		case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->odfid, &r->oname))
+			if (!decode_id(p, ilen, true, &r->odfid, &r->oname)) {
 				r->odfid.len = 0;
+				r->oname.name = NULL;
+				r->oname.len = 0;
+			}
 			break;
 		case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname))
+			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname)) {
 				r->ndfid.len = 0;
+				r->nname.name = NULL;
+				r->nname.len = 0;
+			}
 			break;
 		default:
 			break; /* unknown: skipped by its own length */
@@ -224,6 +233,7 @@ struct kobj {
 	uint64_t key;
 	uint64_t kmask;       /* what the mark asks for (never narrowed); 0: not marked */
 	uint64_t mnt_id;      /* the mount the library reached it through */
+	uint64_t gen;         /* fsgen when it was last resolved */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	bool isdir;
 	size_t idlen;
@@ -236,8 +246,34 @@ struct deferred {
 	bool report;
 };
 
+/* A filesystem marked whole (FAN_MARK_FILESYSTEM) for recursive watches. */
+struct fsmark {
+	unsigned char fsid[8];
+	char *path;           /* a directory on it, to decode handles against */
+	uint64_t dirkey;      /* the kobj key of that directory */
+	int mfd;              /* that directory open, or -1 (see mount_fd) */
+	unsigned refs;        /* watches using it */
+	uint64_t kmask;
+};
+
+/* The backend's part of a watch. */
+struct fwatch {
+	bool fsmode;          /* recursive through filesystem marks */
+	char *root;           /* the root's canonical path (as /proc/self/fd says) */
+	size_t root_len;
+	struct fsmark **marks; /* filesystems it marked */
+	uint64_t *mnts;       /* and their mount ids */
+	size_t nmarks;
+};
+
 struct fan {
 	int fd;
+	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
+	unsigned nfswatches;  /* watches in fsmode */
+	uint64_t fsgen;       /* changes of the set of fsmode watches */
+	size_t next;          /* in buf: where the records not handled yet start */
+	struct nx_map fsmarks; /* fsid key -> struct fsmark */
+	struct nx_map outside; /* keys of directories found outside every fsmode tree */
 	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
 	int mnt_check;        /* a private one: polled by process() itself */
 	uint32_t cookie;
@@ -359,6 +395,8 @@ static int mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd)
 }
 
 /* Subscribes node n to the object open at fd; marks it when mark is true. */
+static void detach(struct notifyx *nx, struct nx_node *n);
+
 static int attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
 {
 	struct fan *fa = fan_of(nx);
@@ -406,6 +444,10 @@ static int attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
 		}
 		k->kmask |= want;
 	}
+	if (n->kref == k)
+		return 0; /* subscribed already (a listing after a filesystem mark) */
+	if (n->kref)
+		detach(nx, n);
 	/* A directory the watch knows already at another place: the events
 	 * read so far lag behind the filesystem; the old place is stale. */
 	for (struct nx_node *s = k->subs; s; s = s->knext) {
@@ -586,6 +628,13 @@ static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, 
 
 /* ---- walking directories ---- */
 
+static bool fs_mode(const struct nx_watch *w)
+{
+	const struct fwatch *fw = w->bdata;
+
+	return fw && fw->fsmode;
+}
+
 struct walk {
 	struct notifyx *nx;
 	struct nx_node *dir;
@@ -690,7 +739,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		bury(nx, n);
 		return 0;
 	}
-	if (attach(nx, n, fd, true) < 0) {
+	if (attach(nx, n, fd, !fs_mode(w)) < 0) {
 		err = errno;
 		close(fd);
 		goto fail;
@@ -792,6 +841,10 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
 		return;
+	/* A filesystem mark sees inside new directories at once: they become
+	 * nodes when an event names them, unless their entries are to be listed. */
+	if (fs_mode(w) && !report)
+		return;
 	if ((pfd = open_node(nx, n)) < 0) {
 		/* Events not read yet moved n: try again once they are. */
 		if (retry)
@@ -843,6 +896,482 @@ static void dry_point(struct notifyx *nx)
 		retry_deferred(nx);
 	if (!fa->suppress.len)
 		free_graveyard(nx);
+}
+
+/* ---- filesystem marks: directories found on demand ----
+ *
+ * A filesystem mark reports every directory of the filesystem.  A directory
+ * the path table does not know is opened by its handle, its path read from
+ * /proc/self/fd, and looked for under the roots of the watches that use
+ * filesystem marks: inside one, the nodes on the way are made (and cached:
+ * a rename anywhere moves one node); outside all, its key is remembered in
+ * the "outside" set, so that later events there cost one hash lookup.  A
+ * directory renamed may bring what was outside inside: the set is then
+ * forgotten. */
+
+#define OUTSIDE_MAX 65536
+
+/* Opens the directory that handles of fm are decoded against.  It must be a
+ * real open (not O_PATH), which the filesystem mark reports: that OPEN and
+ * CLOSE_NOWRITE are the library's own, dropped like a listing's. */
+static int mount_fd(struct fan *fa, struct fsmark *fm)
+{
+	if (fm->mfd < 0) {
+		nx_map_put(&fa->listed, fm->dirkey, (void *)1);
+		fm->mfd = open(fm->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	}
+	return fm->mfd;
+}
+
+/* The descriptors of mount_fd() stay open while the kernel queue is being
+ * read (a burst of new directories costs no open each), and are closed
+ * before it is read dry, so that their CLOSE_NOWRITE is read (and dropped)
+ * too: true when there was one. */
+static bool close_mount_fds(struct fan *fa)
+{
+	struct fsmark *fm;
+	size_t pos = 0;
+	bool any = false;
+
+	while (nx_map_next(&fa->fsmarks, &pos, NULL, (void **)&fm)) {
+		if (fm->mfd >= 0) {
+			close(fm->mfd);
+			fm->mfd = -1;
+			any = true;
+		}
+	}
+	return any;
+}
+
+static struct fsmark *fsmark_of(const struct fan *fa, const unsigned char *fsid)
+{
+	struct fsmark *m = nx_map_get(&fa->fsmarks, nx_fan_key(fsid, 8));
+
+	return m && !memcmp(m->fsid, fsid, 8) ? m : NULL;
+}
+
+/* A directory on the way up from one being resolved. */
+struct link {
+	int fd;
+	char name[NAME_MAX + 1]; /* its name in the next one up */
+	size_t name_len;
+	size_t idlen;
+	uint64_t key;
+	unsigned char id[ID_MAX];
+};
+
+#define RESOLVE_DEPTH (PATH_MAX / 2)
+
+/* The first FAN_RENAME not handled yet that moves directory id: where it was
+ * when the event being handled happened.  NULL when none. */
+static bool pending_move(const struct fan *fa, const unsigned char *id, size_t idlen,
+			 struct fanrec *out)
+{
+	for (size_t pos = fa->next; nx_fan_decode(fa->buf, fa->len, pos, out); pos += out->size)
+		if ((out->mask & FAN_RENAME) && (out->mask & FAN_ONDIR) && out->fid.len == idlen &&
+		    !memcmp(out->fid.data, id, idlen) && out->odfid.len && out->oname.len)
+			return true;
+	return false;
+}
+
+static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
+		       size_t idlen)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[128];
+	} h;
+	int mfd, fd;
+
+	if (idlen < 16 || idlen > 16 + sizeof(h.bytes))
+		return errno = EINVAL, -1;
+	memcpy(&h.fh.handle_bytes, id + 8, 4);
+	memcpy(&h.fh.handle_type, id + 12, 4);
+	if (h.fh.handle_bytes != idlen - 16)
+		return errno = EINVAL, -1;
+	memcpy(h.bytes, id + 16, h.fh.handle_bytes);
+	if ((mfd = mount_fd(fa, fm)) < 0)
+		return -1;
+	fd = open_by_handle_at(mfd, &h.fh, O_PATH | O_CLOEXEC);
+	return fd;
+}
+
+/* The node of kobj k in watch w, if any. */
+static struct nx_node *node_in(const struct kobj *k, const struct nx_watch *w)
+{
+	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext)
+		if (s->watch == w && !s->dead)
+			return s;
+	return NULL;
+}
+
+/* Goes up from directory chain[0] (open, its identifier set) to the top of
+ * its filesystem, by ".." or, where a rename not handled yet moved a
+ * directory, by where it was before.  Returns the number of links. */
+static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
+{
+	struct fan *fa = fan_of(nx);
+	char kpath[32], *path = fa->path[3];
+	size_t n = 1;
+
+	while (n < max) {
+		struct link *l = &chain[n - 1], *up = &chain[n];
+		struct fanrec pr;
+		struct stat st;
+		ssize_t len;
+		char *slash;
+		if (nx_map_get(&fa->outside, l->key))
+			break;
+		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", l->fd);
+		len = readlink(kpath, path, PATH_MAX - 1);
+		if (len <= 1 || path[0] != '/' || fstat(l->fd, &st) < 0 || !st.st_nlink)
+			break; /* the top, or gone */
+		path[len] = '\0';
+		slash = strrchr(path, '/');
+		if (pending_move(fa, l->id, l->idlen, &pr) && pr.oname.len <= NAME_MAX) {
+			struct fsmark *fm = fsmark_of(fa, l->id);
+			memcpy(l->name, pr.oname.name, pr.oname.len);
+			l->name_len = pr.oname.len;
+			up->fd = fm ? open_handle(fa, fm, pr.odfid.data, pr.odfid.len) : -1;
+		} else {
+			l->name_len = strlen(slash + 1);
+			memcpy(l->name, slash + 1, l->name_len + 1);
+			up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (up->fd < 0)
+			break;
+		/* Up across mount points too: a filesystem mounted in a tree. */
+		if (fd_id(up->fd, up->id, &up->idlen) < 0 ||
+		    (up->idlen == l->idlen && !memcmp(up->id, l->id, l->idlen))) {
+			close(up->fd); /* the top */
+			break;
+		}
+		up->key = nx_fan_key(up->id, up->idlen);
+		n++;
+	}
+	return n;
+}
+
+/* The kobj of directory id, found on demand for the watches that use
+ * filesystem marks (see above); the kobj already known, or NULL, when it is
+ * outside them all or gone. */
+static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct fsmark *fm = id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
+	struct link *chain;
+	struct nx_watch *w;
+	size_t n, pos = 0;
+	bool inside = false;
+	int fd;
+
+	if (!fm || id->len > ID_MAX)
+		return kobj_find(fa, id);
+	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
+		/* Gone: a handle is never reused, nothing will be found there. */
+		if (errno == ESTALE)
+			nx_map_put(&fa->outside, id->key, (void *)1);
+		return kobj_find(fa, id);
+	}
+	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain)))) {
+		close(fd);
+		return kobj_find(fa, id);
+	}
+	chain[0].fd = fd;
+	chain[0].idlen = id->len;
+	chain[0].key = id->key;
+	memcpy(chain[0].id, id->data, id->len);
+	n = climb(nx, chain, RESOLVE_DEPTH);
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct fwatch *fw = w->bdata;
+		struct nx_node *node = NULL;
+		size_t top;
+		if (!fw || !fw->fsmode || w->ended || !w->root || !w->root->kref)
+			continue;
+		for (top = n; top-- > 0;)
+			if (chain[top].key == ((struct kobj *)w->root->kref)->key &&
+			    (node = w->root))
+				break;
+		if (!node)
+			continue;
+		/* Down from the root: nodes known by identifier are where the
+		 * events read so far put them; the others are made by name. */
+		for (size_t j = top; node && j-- > 0;) {
+			struct link *l = &chain[j];
+			struct fanid lid = { l->id, l->idlen, l->key };
+			struct nx_node *c = node_in(kobj_find(fa, &lid), w);
+			struct stat st;
+			if (c && c->parent == node)
+				goto next;
+			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
+			if (!c) {
+				char *rel = fa->path[1];
+				size_t len = entry_path(fa, node, l->name, l->name_len, 1);
+				if (len == SIZE_MAX || nx_excluded(nx, w, rel, rel + len - l->name_len) ||
+				    ((w->flags & NOTIFYX_WATCH_XDEV) &&
+				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev)) ||
+				    !(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+					node = NULL;
+					break;
+				}
+			}
+			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
+				detach(nx, c); /* the name held another directory */
+			if (!c->kref && attach(nx, c, l->fd, false) < 0) {
+				node = NULL;
+				break;
+			}
+next:
+			node = c;
+		}
+		inside |= node != NULL;
+	}
+	if (fa->outside.len >= OUTSIDE_MAX)
+		nx_map_free(&fa->outside);
+	for (size_t i = 0; i < n; i++) {
+		if (!inside) /* nor is anything above it */
+			nx_map_put(&fa->outside, chain[i].key, (void *)1);
+		close(chain[i].fd);
+	}
+	free(chain);
+	struct kobj *k = kobj_find(fa, id);
+	if (k && inside)
+		k->gen = fa->fsgen;
+	return k;
+}
+
+/* A kobj known, or found on demand: once per kobj for the fsmode watches
+ * there are (fsgen counts their changes). */
+static struct kobj *kobj_get(struct notifyx *nx, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k = kobj_find(fa, id);
+
+	if (!fa->nfswatches || (k && k->gen == fa->fsgen) || nx_map_get(&fa->outside, id->key))
+		return k;
+	return resolve(nx, id);
+}
+
+static void unescape(char *s);
+
+/* The mount point of mount id (malloc'd), from /proc/self/mountinfo. */
+static char *mount_point(uint64_t id)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *mp = NULL;
+	size_t cap = 0;
+
+	if (!f || !id) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (!mp && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		if (!tok || strtoull(tok, NULL, 10) != id)
+			continue;
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok) {
+			unescape(tok);
+			mp = strdup(tok);
+		}
+	}
+	free(line);
+	fclose(f);
+	return mp;
+}
+
+/* Marks the filesystem of the directory at path for w. */
+static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uint64_t mask)
+{
+	struct fan *fa = fan_of(nx);
+	struct fwatch *fw = w->bdata;
+	unsigned char id[ID_MAX];
+	struct fsmark *fm;
+	size_t len;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	if (fd_id(fd, id, &len) < 0)
+		goto fail;
+	struct fsmark **v = realloc(fw->marks, (fw->nmarks + 1) * sizeof(*v));
+	uint64_t *mv = v ? realloc(fw->mnts, (fw->nmarks + 1) * sizeof(*mv)) : NULL;
+	if (v)
+		fw->marks = v;
+	if (mv)
+		fw->mnts = mv;
+	if (!v || !mv) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	if (!(fm = fsmark_of(fa, id))) {
+		/* Handles are decoded against the mount point: unlike the
+		 * watch root, it cannot be renamed while mounted. */
+		char *mp = mount_point(mnt_of(fd));
+		if (!(fm = calloc(1, sizeof(*fm))) || !(fm->path = mp ? mp : strdup(path)) ||
+		    nx_map_put(&fa->fsmarks, nx_fan_key(id, 8), fm) < 0) {
+			if (fm)
+				free(fm->path);
+			free(fm);
+			errno = ENOMEM;
+			goto fail;
+		}
+		memcpy(fm->fsid, id, 8);
+		fm->mfd = -1;
+		fm->dirkey = nx_fan_key(id, len);
+		int mfd = open(fm->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (mfd >= 0 && fd_id(mfd, id, &len) == 0)
+			fm->dirkey = nx_fan_key(id, len);
+		if (mfd >= 0)
+			close(mfd);
+	}
+	if ((mask & ~fm->kmask) &&
+	    mark_fd(fa, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, fm->kmask | mask, fd) < 0) {
+		err = errno;
+		if (!fm->refs) {
+			nx_map_del(&fa->fsmarks, nx_fan_key(id, 8));
+			free(fm->path);
+			free(fm);
+		}
+		errno = err == EOPNOTSUPP ? ENODEV : err;
+		goto fail;
+	}
+	fm->kmask |= mask;
+	fm->refs++;
+	fw->marks[fw->nmarks] = fm;
+	fw->mnts[fw->nmarks++] = mnt_of(fd);
+	close(fd);
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+static void fs_unmark(struct notifyx *nx, struct fwatch *fw)
+{
+	struct fan *fa = fan_of(nx);
+
+	for (size_t i = 0; i < fw->nmarks; i++) {
+		struct fsmark *fm = fw->marks[i];
+		if (--fm->refs)
+			continue;
+		if (!nx->forked && fa->fd >= 0)
+			fanotify_mark(fa->fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, fm->kmask,
+				      AT_FDCWD, fm->path);
+		nx_map_del(&fa->fsmarks, nx_fan_key(fm->fsid, 8));
+		if (fm->mfd >= 0)
+			close(fm->mfd);
+		free(fm->path);
+		free(fm);
+	}
+	fw->nmarks = 0;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space, ...) in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Marks the filesystems mounted inside w's tree (not with XDEV). */
+static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t mask)
+{
+	struct fwatch *fw = w->bdata;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	if (!f)
+		return 0;
+	while (ret == 0 && getline(&line, &cap, f) > 0) {
+		char *mp = NULL, *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			mp = tok = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		unescape(mp);
+		size_t len = strlen(mp);
+		if (len <= fw->root_len || memcmp(mp, fw->root, fw->root_len) ||
+		    (fw->root_len > 1 && mp[fw->root_len] != '/'))
+			continue;
+		if (nx_excluded(nx, w, mp + fw->root_len + (fw->root_len > 1),
+				strrchr(mp, '/') + 1))
+			continue;
+		if (fs_mark(nx, w, mp, mask) == 0)
+			continue;
+		if (errno == ENOMEM || errno == ENOSPC)
+			ret = -1;
+		else if (errno != ENOENT) /* say what is not watched */
+			emit_error(nx, w, mp + fw->root_len + (fw->root_len > 1), errno);
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* Sets up w with filesystem marks: 0, or -1 with errno; EPERM when this
+ * process may not (the caller then uses inode marks). */
+static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fan *fa = fan_of(nx);
+	struct fwatch *fw = w->bdata;
+	uint64_t mask = nx_fan_mask(w->events) | FAN_CREATE | FAN_DELETE | FAN_RENAME |
+			FAN_DELETE_SELF | FAN_ONDIR;
+	char kpath[32];
+	ssize_t len;
+	int fd, err;
+
+	fd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
+		  ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -1;
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if ((len = readlink(kpath, fa->path[3], PATH_MAX - 1)) <= 0 || fa->path[3][0] != '/' ||
+	    !(fw->root = strndup(fa->path[3], (size_t)len))) {
+		err = len <= 0 ? errno : ENOMEM;
+		close(fd);
+		errno = err ? err : ENOENT;
+		return -1;
+	}
+	fw->root_len = (size_t)len;
+	fw->fsmode = true;
+	if (attach(nx, w->root, fd, false) < 0 || fs_mark(nx, w, fw->root, mask) < 0 ||
+	    (!(w->flags & NOTIFYX_WATCH_XDEV) && fs_mark_submounts(nx, w, mask) < 0))
+		goto fail;
+	close(fd);
+	fa->nfswatches++;
+	fa->fsgen++;
+	nx_map_free(&fa->outside); /* some of it is inside now */
+	if (w->flags & NOTIFYX_WATCH_LIST) {
+		fa->path[2][0] = '\0';
+		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, true, true) < 0 || w->ended)
+			return -1;
+	}
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	fw->fsmode = false;
+	fs_unmark(nx, fw);
+	detach(nx, w->root);
+	errno = err;
+	return -1;
 }
 
 /* ---- dispatching kernel events ---- */
@@ -905,7 +1434,7 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 		} else if (types[i] == NOTIFYX_CREATE) {
 			nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, fa->path[0], len, NULL, 0);
 			if (isdir && !nx_excluded(nx, w, fa->path[0], name))
-				add_subdir(nx, n, name, nlen, true, true);
+				add_subdir(nx, n, name, nlen, !fs_mode(w), true);
 		} else {
 			nx_emit(nx, w, types[i], flags, 0, 0, fa->path[0], len, NULL, 0);
 		}
@@ -930,8 +1459,9 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 	count = nx_fan_split(mask & ~(uint64_t)(FAN_CREATE | FAN_DELETE), false, types);
 	for (size_t i = 0; i < count; i++)
 		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
-	if (mask & FAN_MOVE_SELF)
+	if (mask & FAN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+	}
 	if (mask & FAN_DELETE_SELF) {
 		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
 		nx_end_watch(nx, w);
@@ -948,7 +1478,7 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 	if (r->dfid.len && (dot || !r->name.len)) {
 		/* The directory itself. */
 		uint64_t mask = r->mask;
-		if (!(k = kobj_find(fa, &r->dfid)))
+		if (!(k = kobj_get(nx, &r->dfid)))
 			return;
 		if (nx_map_get(&fa->listed, k->key))
 			mask &= ~(uint64_t)(FAN_OPEN | FAN_ACCESS | FAN_CLOSE_NOWRITE);
@@ -958,7 +1488,7 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 				self_event(nx, fa->vec[0][i], mask, true);
 		return;
 	}
-	if (r->dfid.len && (k = kobj_find(fa, &r->dfid))) {
+	if (r->dfid.len && (k = kobj_get(nx, &r->dfid))) {
 		count = subscribers(nx, k, 0);
 		for (size_t i = 0; i < count; i++)
 			if (!fa->vec[0][i]->dead)
@@ -1025,9 +1555,9 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
 	/* A directory the table did not know: what it holds is new to the watch. */
 	if (m->isdir && !c && !out)
-		add_subdir(nx, b, m->tname, m->tlen, deep, true);
+		add_subdir(nx, b, m->tname, m->tlen, deep && !fs_mode(w), true);
 	if (m->exchange && m->to_isdir && !d)
-		add_subdir(nx, a, m->fname, m->flen, deep, true);
+		add_subdir(nx, a, m->fname, m->flen, deep && !fs_mode(w), true);
 }
 
 static void do_move(struct notifyx *nx, const struct move *m)
@@ -1096,8 +1626,8 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	struct fan *fa = fan_of(nx);
 	struct fanrec x;
 	struct move m = {
-		.from = r->odfid.len ? kobj_find(fa, &r->odfid) : NULL,
-		.to = r->ndfid.len ? kobj_find(fa, &r->ndfid) : NULL,
+		.from = r->odfid.len ? kobj_get(nx, &r->odfid) : NULL,
+		.to = r->ndfid.len ? kobj_get(nx, &r->ndfid) : NULL,
 		.fname = r->oname.name, .flen = r->oname.len,
 		.tname = r->nname.name, .tlen = r->nname.len,
 		.isdir = r->mask & FAN_ONDIR,
@@ -1106,6 +1636,9 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 
 	if (!++fa->cookie)
 		fa->cookie = 1;
+	/* A directory moved may bring what was outside the trees inside. */
+	if ((r->mask & FAN_ONDIR) && fa->outside.len)
+		nx_map_free(&fa->outside);
 	m.cookie = fa->cookie;
 	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
@@ -1203,6 +1736,18 @@ static void check_mounts(struct notifyx *nx)
 			gone[ngone++] = s;
 		}
 	}
+	/* Filesystems marked inside fsmode trees: what vanished is not listed. */
+	struct nx_watch *fw_w;
+	pos = 0;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&fw_w)) {
+		struct fwatch *fw = fw_w->bdata;
+		for (size_t i = 1; fw && fw->fsmode && i < fw->nmarks; i++) {
+			if (fw->mnts[i] && !nx_map_get(&set, fw->mnts[i] + 1)) {
+				fw->mnts[i] = 0;
+				nx_lost(nx, fw_w);
+			}
+		}
+	}
 	nx_map_free(&set);
 	for (size_t i = 0; i < ngone; i++) {
 		struct nx_node *n = gone[i];
@@ -1244,6 +1789,8 @@ static int fan_process(struct notifyx *nx)
 			break;
 		}
 		if (n <= 0) {
+			if (close_mount_fds(fa))
+				continue; /* read their CLOSE_NOWRITE, then be dry */
 			dry = true;
 			break;
 		}
@@ -1252,6 +1799,7 @@ static int fan_process(struct notifyx *nx)
 		struct fanrec r;
 		while (pos < fa->len) {
 			bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
+			fa->next = pos + r.size;
 			if (!ok) {
 				/* The kernel returns whole records only: a record that
 				 * does not decode is skipped by its length, or ends the
@@ -1274,6 +1822,10 @@ static int fan_process(struct notifyx *nx)
 		if (nx->queue.count && !fa->len)
 			break;
 	}
+	/* Nothing stays open between calls (an open directory would keep its
+	 * filesystem from being unmounted); not read dry, the CLOSE_NOWRITE
+	 * that comes is still dropped, as the listed set lives until then. */
+	close_mount_fds(fa);
 	if (dry)
 		dry_point(nx);
 	errno = err;
@@ -1301,8 +1853,13 @@ static int fan_open(struct notifyx *nx)
 	if (!fa)
 		return -1;
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]) && fa->fd < 0; i++) {
-		fa->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | modes[i],
+	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
+	 * hears the whole filesystem, and activity outside the trees must not
+	 * overflow it (the library drains it into its own queue, whose
+	 * queue_max counts only events of the watches). */
+	for (size_t i = 0; i < 2 * sizeof(modes) / sizeof(modes[0]) && fa->fd < 0; i++) {
+		unsigned flags = modes[i / 2] | (i % 2 ? 0 : FAN_UNLIMITED_QUEUE);
+		fa->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | flags,
 				       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
 		if (fa->fd < 0 && errno != EINVAL && errno != EPERM && errno != EOPNOTSUPP)
 			break;
@@ -1344,6 +1901,8 @@ fail:
 	return -1;
 }
 
+static void free_fwatch(struct notifyx *nx, struct nx_watch *w);
+
 static void fan_close(struct notifyx *nx)
 {
 	struct fan *fa = fan_of(nx);
@@ -1352,6 +1911,7 @@ static void fan_close(struct notifyx *nx)
 
 	/* Closing the group drops every mark at once. */
 	close(fa->fd);
+	fa->fd = -1;
 	if (fa->mnt_wake >= 0)
 		close(fa->mnt_wake);
 	if (fa->mnt_check >= 0)
@@ -1362,6 +1922,12 @@ static void fan_close(struct notifyx *nx)
 		free(k);
 	}
 	nx_map_free(&fa->kobjs);
+	struct nx_watch *w;
+	pos = 0;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+		free_fwatch(nx, w);
+	nx_map_free(&fa->fsmarks);
+	nx_map_free(&fa->outside);
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	free_graveyard(nx);
@@ -1373,17 +1939,49 @@ static void fan_close(struct notifyx *nx)
 	free(fa);
 }
 
+static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fwatch *fw = w->bdata;
+
+	if (!fw)
+		return;
+	if (fw->fsmode)
+		fan_of(nx)->nfswatches--;
+	fs_unmark(nx, fw);
+	free(fw->marks);
+	free(fw->mnts);
+	free(fw->root);
+	free(fw);
+	w->bdata = NULL;
+}
+
 static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	struct fan *fa = fan_of(nx);
 	struct stat st;
 	int fd, err;
 
+	if (!(w->bdata = calloc(1, sizeof(struct fwatch))))
+		return -1;
 	fd = open(w->abspath, O_PATH | O_CLOEXEC | ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0)
-		return -1;
+		goto out;
 	if (fstat(fd, &st) < 0)
 		goto fail;
+	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0) {
+		if (fs_add_watch(nx, w) == 0) {
+			close(fd);
+			fa->fsmode = 1;
+			return 0;
+		}
+		if (w->ended || (errno != EPERM && errno != EXDEV && errno != ENODEV &&
+				 errno != EINVAL && errno != EOPNOTSUPP))
+			goto fail;
+		/* No privilege, or a filesystem that cannot be marked whole
+		 * (pseudo filesystems): inode marks, as without CAP_SYS_ADMIN. */
+		if (errno == EPERM)
+			fa->fsmode = -1;
+	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
 		fa->path[2][0] = '\0';
@@ -1405,6 +2003,7 @@ out:
 	err = errno;
 	bury(nx, w->root);
 	w->root = NULL;
+	free_fwatch(nx, w);
 	errno = err;
 	return -1;
 }
@@ -1413,6 +2012,7 @@ static void fan_rm_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	bury(nx, w->root);
 	w->root = NULL;
+	free_fwatch(nx, w);
 }
 
 const struct nx_backend nx_backend_fanotify = {

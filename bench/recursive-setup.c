@@ -5,7 +5,11 @@
  * directory (what a minimal C watcher does), then notifyx_add_watch with
  * NOTIFYX_WATCH_RECURSIVE.  Prints the median of several runs and the ratio.
  *
- *   bench/recursive-setup [DIRS [RUNS]]      (default 10000 directories, 5 runs)
+ *   bench/recursive-setup [DIRS [RUNS [fanotify]]]   (default 10000 directories, 5 runs)
+ *
+ * With "fanotify", the fanotify backend is measured too, in the same runs,
+ * and its ratio to the inotify backend printed: with CAP_SYS_ADMIN its
+ * recursive watch is one filesystem mark per filesystem, no walk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,7 +70,8 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10000, runs = argc > 2 ? atoi(argv[2]) : 5;
 	char root[] = "/tmp/nx-bench.XXXXXX";
-	double raw[64], lib[64];
+	double raw[64], lib[64], fan[64];
+	int with_fan = argc > 3 && !strcmp(argv[3], "fanotify");
 
 	if (!mkdtemp(root) || runs > 64)
 		return 1;
@@ -86,6 +91,15 @@ int main(int argc, char **argv)
 			return perror("notifyx"), 1;
 		lib[r] = now() - t;
 		notifyx_close(nx);
+		if (!with_fan)
+			continue;
+		t = now();
+		c.backend = NOTIFYX_BACKEND_FANOTIFY;
+		if (!(nx = notifyx_open(&c)) ||
+		    notifyx_add_watch(nx, root, NOTIFYX_ALL_EVENTS, NOTIFYX_WATCH_RECURSIVE) < 0)
+			return perror("notifyx fanotify"), 1;
+		fan[r] = now() - t;
+		notifyx_close(nx);
 	}
 	qsort(raw, runs, sizeof(double), cmp);
 	qsort(lib, runs, sizeof(double), cmp);
@@ -93,6 +107,12 @@ int main(int argc, char **argv)
 	printf("  raw nftw + inotify_add_watch  %8.1f ms\n", raw[runs / 2] * 1e3);
 	printf("  notifyx inotify backend       %8.1f ms\n", lib[runs / 2] * 1e3);
 	printf("  ratio notifyx / raw           %8.2f\n", lib[runs / 2] / raw[runs / 2]);
+	if (with_fan) {
+		qsort(fan, runs, sizeof(double), cmp);
+		printf("  notifyx fanotify backend      %8.3f ms (%s)\n", fan[runs / 2] * 1e3,
+		       geteuid() ? "inode marks" : "filesystem marks");
+		printf("  ratio fanotify / inotify      %8.4f\n", fan[runs / 2] / lib[runs / 2]);
+	}
 	char cmd[64];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	return system(cmd) != 0;

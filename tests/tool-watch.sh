@@ -291,7 +291,7 @@ names = [l.split(' ')[0] for l in lines]
 if names != ['inotify', 'fanotify', 'dnotify', 'poll']:
     sys.exit('backends: names %r' % names)
 for l in lines:
-    m = re.match(r'^[a-z]+ (yes ([a-z_,]+)|no: .+)$', l)
+    m = re.match(r'^[a-z]+ (yes ([a-z_,]+)(; .+)?|no: .+)$', l)
     if not m:
         sys.exit('backends: line %r' % l)
     if m.group(2) and not set(m.group(2).split(',')) <= set(events):

@@ -18,6 +18,7 @@
 #include "config.h"
 #endif
 
+#include <linux/capability.h>
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -61,6 +63,7 @@ static void usage_main(FILE *f)
 "Output of \"backends\": one line per backend, in the order inotify,\n"
 "fanotify, dnotify, poll:\n"
 "  NAME yes EVENT,EVENT,...   the backend starts here and reports these events\n"
+"                             (fanotify adds how it marks recursive watches)\n"
 "  NAME no: REASON            it cannot start here (REASON is strerror(3))\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error, 3 watch -t timed out.\n"
@@ -1045,6 +1048,18 @@ out:
 
 /* ---- backends ---------------------------------------------------------------- */
 
+/* The fanotify backend marks whole filesystems for recursive watches when
+ * the process has CAP_SYS_ADMIN (in its effective set), else each directory. */
+static int has_sys_admin(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return 0;
+	return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
 static int cmd_backends(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1083,6 +1098,10 @@ static int cmd_backends(int argc, char **argv)
 		}
 		printf("%s yes ", backend_name(all_backends[i]));
 		put_event_list(stdout, notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS);
+		if (all_backends[i] == NOTIFYX_BACKEND_FANOTIFY)
+			printf("; recursive watches: %s; filesystems without file handles: ENODEV",
+			       has_sys_admin() ? "one filesystem mark per filesystem (CAP_SYS_ADMIN)"
+					       : "an inode mark per directory (no CAP_SYS_ADMIN)");
 		putchar('\n');
 		notifyx_close(nx);
 		working++;

@@ -50,7 +50,8 @@ CFLAGS_FUZZ="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined 
 INCLUDES="-I$B/gen -I$top/include -I$top/libnotifyx -I$top/backends -I$top/tools -I$top/tests -I$here"
 LIB_SRCS="$top/libnotifyx/handle.c $top/libnotifyx/queue.c $top/libnotifyx/paths.c \
 $top/libnotifyx/map.c $top/libnotifyx/names.c $top/backends/scan.c $top/backends/inotify.c \
-$top/backends/snapshot.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c"
+$top/backends/snapshot.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c \
+$top/backends/fanotify.c"
 
 if ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$B/gen/probe.c" ||
    ! $CC $CFLAGS_FUZZ "$B/gen/probe.c" -o "$B/gen/probe" 2>"$B/gen/probe.log"; then

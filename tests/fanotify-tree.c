@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What is specific to the fanotify backend's recursive watches: as root they
+ * use one filesystem mark per filesystem (everything on it is reported to the
+ * library, which must keep to the tree), unprivileged an inode mark per
+ * directory.  Run as root (tests/fanotify-tree) and as user nobody
+ * (tests/fanotify-tree-user.sh); the tmpfs cases need root.
+ *
+ * - activity elsewhere on the same filesystem, however busy, never leaks
+ *   into the watch (also not after directories move around outside);
+ * - renames of directories above the root leave its paths unchanged;
+ * - renames below the root, of directories never named by an event before,
+ *   give the paths of the moment of each event;
+ * - a directory moved in from outside and one moved out;
+ * - two filesystems mounted inside one tree, and XDEV keeping out of them.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define F(state) ((struct tu_fix *)*(state))
+#define TREE (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_IN | \
+	      NOTIFYX_MOVED_OUT | NOTIFYX_MODIFY | NOTIFYX_ATTRIB | NOTIFYX_CLOSE_WRITE)
+
+/* Every event read is of wd and names a path that is in want (NULL-ended). */
+static void only_these(const struct tu_log *log, int wd, const char *const *want)
+{
+	for (size_t i = 0; i < log->n; i++) {
+		const struct tu_ev *e = &log->ev[i];
+		size_t j;
+
+		for (j = 0; want[j] && strcmp(want[j], e->path); j++)
+			;
+		if (e->wd != wd || !want[j]) {
+			tu_dump(log, "actual");
+			fail_msg("event #%zu (wd %d, \"%s\") is not one of the tree's", i, e->wd,
+				 e->path);
+		}
+	}
+}
+
+static void no_leak_elsewhere(void **state)
+{
+	struct tu_fix *f = F(state);
+	static const char *const want[] = { "marker", NULL };
+	int wd, i;
+
+	tu_mkdir(tu_path(f->dir, "tree"));
+	tu_mkdir(tu_path(f->dir, "tree/sub"));
+	tu_mkdir(tu_path(f->dir, "other"));
+	tu_mkdir(tu_path(f->dir, "other/deep"));
+	wd = tu_add(&f->log, tu_path(f->dir, "tree"), TREE, NOTIFYX_WATCH_RECURSIVE);
+	/* Busy elsewhere: files, directories made, renamed, moved, removed. */
+	for (i = 0; i < 300; i++) {
+		tu_write(tu_path(f->dir, tu_fmt("other/f%d", i)), "x");
+		tu_mkdir(tu_path(f->dir, tu_fmt("other/d%d", i)));
+		tu_touch(tu_path(f->dir, tu_fmt("other/d%d/g", i)));
+		tu_rename(tu_path(f->dir, tu_fmt("other/d%d", i)),
+			  tu_path(f->dir, tu_fmt("other/deep/e%d", i)));
+		tu_touch(tu_path(f->dir, tu_fmt("other/deep/e%d/h", i)));
+		tu_write(tu_path(f->dir, tu_fmt("sibling%d", i % 7)), "y");
+		if (i % 50 == 49)
+			tu_pull(&f->log);
+	}
+	tu_rm_rf(tu_path(f->dir, "other"));
+	tu_write(tu_path(f->dir, "tree/marker"), "m");
+	TU_WAIT(&f->log, wd, NOTIFYX_CLOSE_WRITE, "marker");
+	tu_settle(&f->log);
+	only_these(&f->log, wd, want);
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "marker", 0, 0);
+}
+
+static void rename_above_root(void **state)
+{
+	struct tu_fix *f = F(state);
+	static const char *const want[] = { "x/y", "z", NULL };
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "a"));
+	tu_mkdir(tu_path(f->dir, "a/b"));
+	tu_mkdir(tu_path(f->dir, "a/b/root"));
+	tu_mkdir(tu_path(f->dir, "a/b/root/x"));
+	wd = tu_add(&f->log, tu_path(f->dir, "a/b/root"), NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	tu_rename(tu_path(f->dir, "a"), tu_path(f->dir, "a2"));
+	tu_rename(tu_path(f->dir, "a2/b"), tu_path(f->dir, "b2"));
+	tu_touch(tu_path(f->dir, "b2/root/x/y"));
+	tu_touch(tu_path(f->dir, "b2/root/z"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "x/y");
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "z");
+	tu_settle(&f->log);
+	only_these(&f->log, wd, want);
+	TU_STREQ("notifyx_watch_path after the renames above it",
+		 tu_path(f->dir, "a/b/root"), notifyx_watch_path(f->nx, wd));
+}
+
+static void rename_below_root(void **state)
+{
+	struct tu_fix *f = F(state);
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "p"));
+	tu_mkdir(tu_path(f->dir, "p/q"));
+	tu_mkdir(tu_path(f->dir, "p/q/r"));
+	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_RENAME, NOTIFYX_WATCH_RECURSIVE);
+	/* Events in directories no event named before, each followed at once
+	 * by a rename of a directory above them: the paths are those of the
+	 * moment of each event, read after all of it happened. */
+	tu_touch(tu_path(f->dir, "p/q/r/f1"));
+	tu_rename(tu_path(f->dir, "p"), tu_path(f->dir, "p2"));
+	tu_touch(tu_path(f->dir, "p2/q/r/f2"));
+	tu_rename(tu_path(f->dir, "p2/q"), tu_path(f->dir, "q3"));
+	tu_touch(tu_path(f->dir, "q3/r/f3"));
+	tu_rename(tu_path(f->dir, "q3/r"), tu_path(f->dir, "p2/r4"));
+	tu_touch(tu_path(f->dir, "p2/r4/f4"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "p2/r4/f4");
+	tu_settle(&f->log);
+	TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "p/q/r/f1", NOTIFYX_RENAME, "p2",
+	       NOTIFYX_CREATE, "p2/q/r/f2", NOTIFYX_RENAME, "q3", NOTIFYX_CREATE, "q3/r/f3",
+	       NOTIFYX_RENAME, "p2/r4", NOTIFYX_CREATE, "p2/r4/f4", 0u);
+}
+
+static void moved_in_and_out(void **state)
+{
+	struct tu_fix *f = F(state);
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "tree"));
+	tu_mkdir(tu_path(f->dir, "tree/leaving"));
+	tu_mkdir(tu_path(f->dir, "out"));
+	tu_mkdir(tu_path(f->dir, "out/coming"));
+	tu_mkdir(tu_path(f->dir, "out/coming/in"));
+	wd = tu_add(&f->log, tu_path(f->dir, "tree"), NOTIFYX_CREATE | NOTIFYX_MOVED_IN |
+		    NOTIFYX_MOVED_OUT, NOTIFYX_WATCH_RECURSIVE);
+	/* Known outside first (an event there), then moved in. */
+	tu_touch(tu_path(f->dir, "out/coming/in/before"));
+	tu_touch(tu_path(f->dir, "tree/leaving/x"));
+	tu_rename(tu_path(f->dir, "out/coming"), tu_path(f->dir, "tree/came"));
+	tu_rename(tu_path(f->dir, "tree/leaving"), tu_path(f->dir, "out/left"));
+	/* What is made in a directory moved in before the library watches it
+	 * is implied by its MOVED_IN (API.md): wait until it is read. */
+	TU_WAIT(&f->log, wd, NOTIFYX_MOVED_OUT, "leaving");
+	tu_touch(tu_path(f->dir, "tree/came/in/after"));
+	tu_touch(tu_path(f->dir, "out/left/gone"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "came/in/after");
+	tu_settle(&f->log);
+	TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "leaving/x", NOTIFYX_MOVED_IN, "came",
+	       NOTIFYX_MOVED_OUT, "leaving", NOTIFYX_CREATE, "came/in/after", 0u);
+}
+
+static void two_filesystems(void **state)
+{
+	struct tu_fix *f = F(state);
+	const char *m1, *m2;
+	int wd, xdev;
+
+	tu_require_root("mounting private tmpfs filesystems");
+	tu_mkdir(tu_path(f->dir, "sub"));
+	m1 = tu_mount_tmpfs(f, "m1");
+	m2 = tu_mount_tmpfs(f, "sub/m2");
+	tu_mkdir(tu_path(m1, "d"));
+	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_DELETE, NOTIFYX_WATCH_RECURSIVE);
+	xdev = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_DELETE,
+		      NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_XDEV);
+	tu_touch(tu_path(m1, "d/f1"));
+	tu_touch(tu_path(m2, "f2"));
+	tu_mkdir(tu_path(m2, "new"));
+	tu_touch(tu_path(m2, "new/f3"));
+	tu_unlink(tu_path(m1, "d/f1"));
+	tu_touch(tu_path(f->dir, "sub/top"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "sub/top");
+	TU_WAIT(&f->log, xdev, NOTIFYX_CREATE, "sub/top");
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "sub/m2/new/f3");
+	tu_settle(&f->log);
+	/* fanotify may merge the creation and the deletion of f1 (one entry,
+	 * unread): they then come together, in that order. */
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "m1/d/f1", NOTIFYX_EVENT_ISDIR, 0);
+	TU_ONCE(&f->log, wd, NOTIFYX_DELETE, "m1/d/f1", NOTIFYX_EVENT_ISDIR, 0);
+	TU_BEFORE(&f->log, tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "m1/d/f1"),
+		  tu_find(&f->log, 0, wd, NOTIFYX_DELETE, "m1/d/f1"), "f1 made, then removed");
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "sub/m2/f2", NOTIFYX_EVENT_ISDIR, 0);
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "sub/m2/new", NOTIFYX_EVENT_ISDIR,
+		NOTIFYX_EVENT_ISDIR);
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "sub/m2/new/f3", NOTIFYX_EVENT_ISDIR, 0);
+	TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "sub/top", NOTIFYX_EVENT_ISDIR, 0);
+	TU_EQ("events of the watch", 6, tu_count_wd(&f->log, wd));
+	TU_SEQ(&f->log, xdev, NOTIFYX_CREATE, "sub/top", 0u);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(no_leak_elsewhere, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(rename_above_root, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(rename_below_root, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(moved_in_and_out, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
+	};
+	struct notifyx *nx;
+
+	tu_backend = NOTIFYX_BACKEND_FANOTIFY;
+	nx = tu_open(NOTIFYX_NONBLOCK, 0);
+	if (!nx) {
+		printf("SKIP: the fanotify backend cannot start here: %s\n", strerror(errno));
+		return 77;
+	}
+	notifyx_close(nx);
+	printf("fanotify-tree: uid %d (%s)\n", (int)geteuid(),
+	       geteuid() ? "inode marks" : "filesystem marks");
+	return cmocka_run_group_tests_name("fanotify-tree", tests, NULL, NULL) ? 1 : 0;
+}
