@@ -107,7 +107,8 @@ static void load(struct daemon *d)
 			free(paths[i]);
 			continue;
 		}
-		wd = notifyx_add_watch(d->nx, paths[i], EVENTS,
+		/* the scanning backends cannot report CLOSE_WRITE: ask only for what is there */
+		wd = notifyx_add_watch(d->nx, paths[i], EVENTS & notifyx_supported_events(d->nx),
 				       stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode) ?
 				       NOTIFYX_WATCH_RECURSIVE : 0);
 		if (wd < 0) {
