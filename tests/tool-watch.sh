@@ -393,8 +393,7 @@ if ! grep -q '^poll yes ' "$tmp/b"; then
 	note "the poll backend does not work here: its test is skipped"
 elif start_watch "$tmp/poll.out" "$d" -b poll -e create; then
 	: >"$d/$(printf 'p\nq')"
-	# a scanning backend finds the entry: every event it reports is synthetic
-	wait_for "$tmp/poll.out" '^create synthetic "[^"]*/p\\nq"$' || fail "poll: no create event"
+	wait_for "$tmp/poll.out" '^create synthetic "[^"]*/p\\nq"$' || fail "poll: no synthetic create event"
 	kill -TERM "$pid"
 	wait_exit
 	[ $rc -eq 0 ] || fail "poll: notifyx watch ended by SIGTERM: status $rc, want 0"
