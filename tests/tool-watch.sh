@@ -164,12 +164,24 @@ def name(o, key):
         return base64.b64decode(o[key + '_b64'], validate=True)
     return o[key].encode('utf-8')
 
+def no_constant(c):
+    raise ValueError('not JSON: %s' % c)
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError('a key twice in %r' % keys)
+    return dict(pairs)
+
 def parse_json(path):
     events = []
     with open(path, 'rb') as f:
         data = f.read()
     for line in data.split(b'\n')[:-1]:
-        o = json.loads(line.decode('utf-8'))  # strict: raw control chars refused
+        # strict: raw control chars refused (json's default), and neither
+        # NaN/Infinity nor a key twice, which RFC 8259 parsers need not accept
+        o = json.loads(line.decode('utf-8'), parse_constant=no_constant,
+                       object_pairs_hook=no_duplicates)
         extra = set(o) - KEYS - {'root_b64', 'path_b64', 'old_path_b64'}
         if extra or KEYS - set(o):
             raise ValueError('keys %r in %r' % (sorted(o), line))

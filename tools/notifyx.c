@@ -292,8 +292,9 @@ void report_error(const char *what, int err, uint32_t backend, int opening)
 {
 	fprintf(stderr, "%s: %s: %s\n", progname, what, strerror(err));
 	if (err == ENOSPC && backend == NOTIFYX_BACKEND_INOTIFY)
-		fprintf(stderr, "%s: the inotify watch limit was reached: see "
-			"/proc/sys/fs/inotify/max_user_watches\n", progname);
+		fprintf(stderr, "%s: the inotify watch limit was reached: raise the sysctl "
+			"fs.inotify.max_user_watches (/proc/sys/fs/inotify/max_user_watches; "
+			"in a user namespace, /proc/sys/user/max_inotify_watches)\n", progname);
 	else if (err == ENOSPC && backend == NOTIFYX_BACKEND_FANOTIFY)
 		fprintf(stderr, "%s: the fanotify mark limit was reached: see "
 			"/proc/sys/fs/fanotify/max_user_marks\n", progname);
