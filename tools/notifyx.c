@@ -29,6 +29,7 @@
 
 #include <notifyx.h>
 
+#include "bench.h"
 #include "escape.h"
 
 #define EXIT_USAGE 2
@@ -765,6 +766,8 @@ int main(int argc, char **argv)
 		return cmd_watch(argc - optind, argv + optind);
 	if (strcmp(cmd, "backends") == 0)
 		return cmd_backends(argc - optind, argv + optind);
+	if (strcmp(cmd, "bench") == 0) /* tools/bench.c */
+		return tool_bench(argc - optind, argv + optind);
 	if (strcmp(cmd, "help") == 0) {
 		if (optind + 1 < argc && strcmp(argv[optind + 1], "watch") == 0)
 			usage_watch(stdout);
