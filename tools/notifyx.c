@@ -35,6 +35,7 @@
 
 #include <notifyx.h>
 
+#include "bench.h"
 #include "escape.h"
 #include "tool.h"
 
@@ -1164,6 +1165,8 @@ int main(int argc, char **argv)
 		return tool_run(argc - optind, argv + optind);
 	if (strcmp(cmd, "backends") == 0)
 		return cmd_backends(argc - optind, argv + optind);
+	if (strcmp(cmd, "bench") == 0) /* tools/bench.c */
+		return tool_bench(argc - optind, argv + optind);
 	if (strcmp(cmd, "help") == 0) {
 		static char *run_help[] = { "run", "--help", NULL };
 
