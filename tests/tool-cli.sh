@@ -254,10 +254,25 @@ for n in open(sys.argv[3], 'rb').read().split(b'\0')[:-1]:
 want.append((b'create', b'dir', b'', {b'isdir'}))
 want.append((b'create', b'done', b'', set()))
 if scanning:
-    # a scan sees the renamed file only: one create of the final name
-    want = [(b'create', w[1], b'', w[3]) for w in want if w[0] == b'rename' or w[1] in (b'dir', b'done')]
-    # in no particular order within a scan
-    got, want = sorted(got, key=repr), sorted(want, key=repr)
+    # A scan sees states: a file may be seen before its rename (create, then
+    # rename) or only after it (one create of the final name), and entries
+    # found by one scan come in no particular order.  Replay the events: each
+    # must fit the names known so far, and they must end at the final state.
+    final = {(w[1], frozenset(w[3])) for w in want
+             if w[0] == b'rename' or w[1] in (b'dir', b'done')}
+    names = {}
+    for ev, rel, old, fl in got:
+        if ev == b'create' and rel not in names:
+            names[rel] = frozenset(fl)
+        elif ev == b'rename' and old.startswith(root + b'/') and old[len(root) + 1:] in names:
+            names[rel] = names.pop(old[len(root) + 1:])
+        else:
+            sys.exit('template: %r does not fit the names seen before it: %r' %
+                     ((ev, rel, old, fl), sorted(names)))
+    if set(names.items()) != final:
+        sys.exit('template: the events end at\n  %r\nnot at\n  %r' %
+                 (sorted(names.items()), sorted(final)))
+    got = want
 if got != want:
     for i, (g, x) in enumerate(zip(got, want)):
         if g != x:
