@@ -26,14 +26,21 @@ pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
+# count FILE PATTERN: matching lines; 0 also for a file the shell has not
+# made yet (grep -c then prints nothing).
+count() {
+	c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${c:-0}"
+}
+
 # wait_count FILE PATTERN N: until N lines of FILE match (15 s at most).
 wait_count() {
 	k=0
-	while [ "$(grep -c "$2" "$1" 2>/dev/null)" -lt "$3" ] && [ $k -lt 150 ]; do
+	while [ "$(count "$1" "$2")" -lt "$3" ] && [ $k -lt 150 ]; do
 		sleep 0.1
 		k=$((k + 1))
 	done
-	[ "$(grep -c "$2" "$1")" -ge "$3" ]
+	[ "$(count "$1" "$2")" -ge "$3" ]
 }
 
 stop() { # SIG
