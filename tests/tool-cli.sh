@@ -254,10 +254,22 @@ for n in open(sys.argv[3], 'rb').read().split(b'\0')[:-1]:
 want.append((b'create', b'dir', b'', {b'isdir'}))
 want.append((b'create', b'done', b'', set()))
 if scanning:
-    # a scan sees the renamed file only: one create of the final name
-    want = [(b'create', w[1], b'', w[3]) for w in want if w[0] == b'rename' or w[1] in (b'dir', b'done')]
-    # in no particular order within a scan
-    got, want = sorted(got, key=repr), sorted(want, key=repr)
+    # A scan sees states: depending on when it runs, a file made and then
+    # renamed is a create of the new name, or a create and a rename.  Each
+    # line must still name the right bytes, and every final name must come.
+    names = [w[1] for w in want if w[0] == b'create']
+    olds = {n + b'.r': root + b'/' + n for n in names}
+    for g in got:
+        if g[0] == b'rename' and olds.get(g[1]) != g[2]:
+            sys.exit('template: rename %r from %r' % (g[1], g[2]))
+        if g[0] not in (b'create', b'rename') or g[1] not in set(names) | set(olds):
+            sys.exit('template: unexpected %r' % (g,))
+    finals = {g[1] for g in got}
+    missing = [w[1] for w in want if w[1] not in finals and (w[0] == b'rename' or
+                                                             w[1] in (b'dir', b'done'))]
+    if missing:
+        sys.exit('template: never reported: %r' % missing)
+    want = got
 if got != want:
     for i, (g, x) in enumerate(zip(got, want)):
         if g != x:
