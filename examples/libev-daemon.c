@@ -212,8 +212,6 @@ int main(int argc, char **argv)
 		notifyx_close(d.nx);
 		return 1;
 	}
-	load(&d);
-
 	ev_io_init(&io, on_events, notifyx_fd(d.nx), EV_READ);
 	io.data = &d;
 	ev_io_start(loop, &io);
@@ -224,6 +222,8 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &term);
 	ev_signal_init(&intr, on_stop, SIGINT);
 	ev_signal_start(loop, &intr);
+	/* after the signal watchers: "watching" means a signal is handled now */
+	load(&d);
 
 	ev_run(loop, 0);
 

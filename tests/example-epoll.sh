@@ -21,11 +21,11 @@ pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
-# wait_grep FILE PATTERN: until grep -q PATTERN FILE (15 s at most; the
-# scanning backends see changes at their next scan).
+# wait_grep FILE PATTERN: until grep -q PATTERN FILE (30 s at most: the
+# scanning backends see changes at their next scan, the machine may be busy).
 wait_grep() {
 	k=0
-	while ! grep -q "$2" "$1" 2>/dev/null && [ $k -lt 150 ]; do
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $k -lt 300 ]; do
 		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.1
 		k=$((k + 1))
@@ -35,9 +35,11 @@ wait_grep() {
 
 for sig in TERM INT; do
 	mkdir -p "$tmp/one" "$tmp/two"
+	rm -f "$tmp/out" "$tmp/err" # not read before the shell makes them anew
 	"$EX" "$tmp/one" "$tmp/two" >"$tmp/out" 2>"$tmp/err" &
 	pid=$!
 	if ! wait_grep "$tmp/err" '^epoll: watching '; then
+		kill -KILL "$pid" 2>/dev/null # still running: it is stuck, never wait for it
 		wait "$pid"
 		rc=$?
 		pid=
@@ -55,7 +57,7 @@ for sig in TERM INT; do
 		fail "SIG$sig run: no $second create of two/b-$sig: $(cat "$tmp/out")"
 	kill "-$sig" "$pid"
 	k=0
-	while kill -0 "$pid" 2>/dev/null && [ $k -lt 50 ]; do
+	while kill -0 "$pid" 2>/dev/null && [ $k -lt 150 ]; do
 		sleep 0.1
 		k=$((k + 1))
 	done

@@ -26,20 +26,28 @@ pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
-# wait_count FILE PATTERN N: until N lines of FILE match (15 s at most).
+# count FILE PATTERN: matching lines; 0 also for a file the shell has not
+# made yet (grep -c then prints nothing).
+count() {
+	c=$(grep -c "$2" "$1" 2>/dev/null)
+	echo "${c:-0}"
+}
+
+# wait_count FILE PATTERN N: until N lines of FILE match (30 s at most: the
+# machine may be busy).
 wait_count() {
 	k=0
-	while [ "$(grep -c "$2" "$1" 2>/dev/null)" -lt "$3" ] && [ $k -lt 150 ]; do
+	while [ "$(count "$1" "$2")" -lt "$3" ] && [ $k -lt 300 ]; do
 		sleep 0.1
 		k=$((k + 1))
 	done
-	[ "$(grep -c "$2" "$1")" -ge "$3" ]
+	[ "$(count "$1" "$2")" -ge "$3" ]
 }
 
-stop() { # SIG
+stop() { # SIG ERRFILE
 	kill "-$1" "$pid"
 	k=0
-	while kill -0 "$pid" 2>/dev/null && [ $k -lt 50 ]; do
+	while kill -0 "$pid" 2>/dev/null && [ $k -lt 150 ]; do
 		sleep 0.1
 		k=$((k + 1))
 	done
@@ -48,7 +56,7 @@ stop() { # SIG
 	rc=$?
 	pid=
 	[ $rc -eq 0 ] || fail "SIG$1: status $rc, want 0"
-	grep -q '^libev-daemon: stopped$' "$tmp/err" || fail "SIG$1: not stopped cleanly: $(cat "$tmp/err")"
+	grep -q '^libev-daemon: stopped$' "$2" || fail "SIG$1: not stopped cleanly: $(cat "$2")"
 }
 
 mkdir "$tmp/a" "$tmp/b" "$tmp/a/sub"
@@ -74,12 +82,14 @@ wait_count "$tmp/out" "^ignored $tmp/a\$" 1 || fail "SIGHUP: the watch of a did 
 : >"$tmp/b/two"
 wait_count "$tmp/out" "^create $tmp/b/two\$" 1 || fail "SIGHUP: no create of b/two: $(cat "$tmp/out")"
 grep -q dropped "$tmp/out" && fail "SIGHUP: a is still watched: $(cat "$tmp/out")"
-stop TERM
+stop TERM "$tmp/err"
 
-NOTIFYX_BACKEND=$backend "$EX" "$tmp/list" >"$tmp/out" 2>"$tmp/err" &
+# new files: the old ones may be read before the shell has truncated them
+NOTIFYX_BACKEND=$backend "$EX" "$tmp/list" >"$tmp/out2" 2>"$tmp/err2" &
 pid=$!
-wait_count "$tmp/err" '^libev-daemon: watching 1 paths$' 1 || fail "second run did not start"
-stop INT
+wait_count "$tmp/err2" '^libev-daemon: watching 1 paths$' 1 ||
+	fail "second run did not start: $(cat "$tmp/err2")"
+stop INT "$tmp/err2"
 
 [ $failures -eq 0 ] || { echo "example-libev-daemon ($backend): $failures failure(s)"; exit 1; }
 echo "example-libev-daemon ($backend): ok"

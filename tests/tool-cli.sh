@@ -62,11 +62,11 @@ poke_until_exit() {
 	pid=
 }
 
-# wait_until FILE PYTHON-REGEX: until a line of FILE matches (15 s at most).
+# wait_until FILE PYTHON-REGEX: until a line of FILE matches (30 s at most).
 wait_until() {
 	python3 - "$1" "$2" <<'PY'
 import re, sys, time
-for _ in range(150):
+for _ in range(300):
     try:
         with open(sys.argv[1], 'rb') as f:
             if any(re.search(sys.argv[2].encode(), l) for l in f):

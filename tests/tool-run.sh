@@ -42,10 +42,10 @@ trap 'exit 1' INT TERM HUP
 # lines FILE: its number of lines (0 when missing).
 lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
 
-# wait_lines FILE N: until FILE has at least N lines (20 s at most).
+# wait_lines FILE N: until FILE has at least N lines (30 s at most).
 wait_lines() {
 	k=0
-	while [ "$(lines "$1")" -lt "$2" ] && [ $k -lt 200 ]; do
+	while [ "$(lines "$1")" -lt "$2" ] && [ $k -lt 300 ]; do
 		sleep 0.1
 		k=$((k + 1))
 	done
@@ -90,8 +90,9 @@ grep -qx "notifyx: $tmp/missing: No such file or directory" "$tmp/e" ||
 	fail "run on a missing path: stderr: $(cat "$tmp/e")"
 
 # ---- a burst gives one run; a change during a run gives one more ------------------------
-# The command writes outside the watched directory.
-"$NX" run -b "$backend" -d 400 "$d" -- sh -c 'echo run >>"$1"' sh "$tmp/burst.log" \
+# The command writes outside the watched directory.  The debounce time is
+# long enough for the burst to stay one even on a busy machine.
+"$NX" run -b "$backend" -d 1000 "$d" -- sh -c 'echo run >>"$1"' sh "$tmp/burst.log" \
 	2>"$tmp/burst.err" &
 pid=$!
 wait_lines "$tmp/burst.log" 1 || fail "burst: the first run (at start) never came"
@@ -99,7 +100,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 	echo "$i" >"$d/f$i"
 done
 wait_lines "$tmp/burst.log" 2 || fail "burst: no run after the burst"
-sleep 1.5 # a second run for the same burst would have come by now
+sleep 2.5 # a second run for the same burst would have come by now
 [ "$(lines "$tmp/burst.log")" -eq 2 ] ||
 	fail "burst: $(lines "$tmp/burst.log") runs, want 2 (one at start, one for the burst)"
 stop_nx
@@ -107,14 +108,14 @@ stop_nx
 [ -s "$tmp/burst.err" ] && fail "burst: stderr: $(cat "$tmp/burst.err")"
 
 "$NX" run -b "$backend" -d 50 "$d" -- \
-	sh -c 'echo start >>"$1"; sleep 1; echo end >>"$1"' sh "$tmp/busy.log" 2>"$tmp/busy.err" &
+	sh -c 'echo start >>"$1"; sleep 2; echo end >>"$1"' sh "$tmp/busy.log" 2>"$tmp/busy.err" &
 pid=$!
 wait_lines "$tmp/busy.log" 1 || fail "busy: the first run never started"
 : >"$d/during.1"
 sleep 0.2
 : >"$d/during.2"
 wait_lines "$tmp/busy.log" 4 || fail "busy: no second run"
-sleep 1.5
+sleep 2.5
 [ "$(tr '\n' ' ' <"$tmp/busy.log")" = "start end start end " ] ||
 	fail "busy: runs $(tr '\n' ' ' <"$tmp/busy.log"), want: start end start end"
 stop_nx
