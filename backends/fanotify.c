@@ -1862,11 +1862,16 @@ static int fan_process(struct notifyx *nx)
 			break;
 		}
 		fa->len += (size_t)n;
+		/* The buffer filled up: the kernel may hold more, such as the
+		 * second FAN_RENAME of an exchange. */
+		bool more = sizeof(fa->buf) - fa->len < 4096;
 		size_t pos = 0;
 		struct fanrec r;
 		while (pos < fa->len) {
 			bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 			fa->next = pos + r.size;
+			if (ok && more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
+				break; /* handled with what the next read brings */
 			if (!ok) {
 				/* The kernel returns whole records only: a record that
 				 * does not decode is skipped by its length, or ends the

@@ -7,7 +7,9 @@ if ! command -v unshare >/dev/null 2>&1; then
 	echo "SKIP: unshare (util-linux) is needed for a private tmpfs"
 	exit 77
 fi
-dir=$(mktemp -d "${TMPDIR:-/tmp}/notifyx-fanpriv.XXXXXX") || exit 1
+# The mount point lives in the build tree, not in a shared /tmp where
+# another test's clean-up could remove it (which detaches the mount).
+dir=$(mktemp -d "${top_builddir:-.}/fanpriv.XXXXXX") || exit 1
 unshare --mount --propagation private sh -c '
 	mount -t tmpfs -o size=512m notifyx-fanpriv "$1" || exit 77
 	d=$1; shift
