@@ -1701,11 +1701,13 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	};
 	size_t used = r->size;
 
+	/* A directory moved from outside the trees into one brings what was
+	 * known to be outside inside; moves elsewhere change nothing of that. */
+	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
+		nx_map_free(&fa->outside);
 	if (!++fa->cookie)
 		fa->cookie = 1;
-	/* A directory moved may bring what was outside the trees inside. */
-	if ((r->mask & FAN_ONDIR) && fa->outside.len)
-		nx_map_free(&fa->outside);
+
 	m.cookie = fa->cookie;
 	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
