@@ -272,6 +272,7 @@ struct fan {
 	unsigned nfswatches;  /* watches in fsmode */
 	uint64_t fsgen;       /* changes of the set of fsmode watches */
 	size_t next;          /* in buf: where the records not handled yet start */
+	const struct fanid *cur_fid; /* the object of the record being handled, or NULL */
 	struct nx_map fsmarks; /* fsid key -> struct fsmark */
 	struct nx_map outside; /* keys of directories found outside every fsmode tree */
 	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
@@ -412,6 +413,8 @@ static int attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
 	fid.data = id;
 	fid.len = len;
 	fid.key = nx_fan_key(id, len);
+again:
+	fresh = false;
 	if (!(k = kobj_find(fa, &fid))) {
 		if (nx_map_get(&fa->kobjs, fid.key)) {
 			errno = ENOSPC; /* a 64-bit hash collision: never seen, but not wrong */
@@ -453,6 +456,8 @@ static int attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
 	for (struct nx_node *s = k->subs; s; s = s->knext) {
 		if (s->watch == n->watch && !within(n, s) && s->parent) {
 			bury(nx, s);
+			if (!kobj_find(fa, &fid))
+				goto again; /* it was the last node of k, which went with it */
 			break;
 		}
 	}
@@ -1374,6 +1379,55 @@ fail:
 	return -1;
 }
 
+/* Filesystem marks: a directory that an event names with its identifier (a
+ * mkdir, a rename) becomes a node at once, at the place the event gives, so
+ * that the table follows the events (no look-up by the path of now). */
+static struct nx_node *node_by_id(struct notifyx *nx, struct nx_node *parent, const char *name,
+				  size_t len, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = parent->watch;
+	struct nx_node *c;
+	struct kobj *k;
+
+	if (!id || id->len < 16 || id->len > ID_MAX || !fs_mode(w))
+		return NULL;
+	c = nx_node_find(&nx->paths, parent, name, len);
+	if (c && c->kref && ((struct kobj *)c->kref)->key == id->key)
+		return c;
+	entry_path(fa, parent, name, len, 1);
+	if (nx_excluded(nx, w, fa->path[1], name))
+		return NULL;
+	if (c)
+		bury(nx, c); /* the name held another directory */
+	if (!(k = kobj_find(fa, id))) {
+		if (nx_map_get(&fa->kobjs, id->key) || !(k = calloc(1, sizeof(*k))))
+			return NULL;
+		if (nx_map_put(&fa->kobjs, id->key, k) < 0) {
+			free(k);
+			return NULL;
+		}
+		k->key = id->key;
+		k->idlen = id->len;
+		memcpy(k->id, id->data, id->len);
+		k->isdir = true;
+		k->mnt_id = parent->kref ? ((struct kobj *)parent->kref)->mnt_id : 0;
+		k->gen = fa->fsgen;
+	}
+	/* Another node of this watch for it is stale. */
+	struct nx_node *s = node_in(k, w);
+	if (s && s->parent)
+		bury(nx, s);
+	if (!(k = kobj_find(fa, id)))
+		return node_by_id(nx, parent, name, len, id);
+	if (!(c = nx_node_add(&nx->paths, parent, name, len)))
+		return NULL;
+	c->kref = k;
+	c->knext = k->subs;
+	k->subs = c;
+	return c;
+}
+
 /* ---- dispatching kernel events ---- */
 
 static size_t subscribers(struct notifyx *nx, const struct kobj *k, int i)
@@ -1433,8 +1487,10 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 				bury(nx, nx_node_find(&nx->paths, n, name, nlen));
 		} else if (types[i] == NOTIFYX_CREATE) {
 			nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, fa->path[0], len, NULL, 0);
-			if (isdir && !nx_excluded(nx, w, fa->path[0], name))
-				add_subdir(nx, n, name, nlen, !fs_mode(w), true);
+			if (isdir && fs_mode(w))
+				node_by_id(nx, n, name, nlen, fa->cur_fid);
+			else if (isdir && !nx_excluded(nx, w, fa->path[0], name))
+				add_subdir(nx, n, name, nlen, true, true);
 		} else {
 			nx_emit(nx, w, types[i], flags, 0, 0, fa->path[0], len, NULL, 0);
 		}
@@ -1475,6 +1531,8 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 	size_t count;
 	bool dot = r->name.len == 1 && r->name.name[0] == '.';
 
+	fa->cur_fid = r->fid.len ? &r->fid : NULL;
+
 	if (r->dfid.len && (dot || !r->name.len)) {
 		/* The directory itself. */
 		uint64_t mask = r->mask;
@@ -1511,6 +1569,7 @@ struct move {
 	size_t flen, tlen;
 	bool isdir, exchange, to_isdir;
 	uint32_t cookie;
+	const struct fanid *fid; /* the object moved, when known */
 };
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
@@ -1518,6 +1577,11 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 {
 	struct fan *fa = fan_of(nx);
 	struct nx_watch *w = a->watch;
+
+	/* Filesystem marks: the directory moved is put where the event says it
+	 * was, if the table did not have it there. */
+	if (m->isdir && !m->exchange && fs_mode(w) && !nx_node_find(&nx->paths, a, m->fname, m->flen))
+		node_by_id(nx, a, m->fname, m->flen, m->fid);
 	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
 	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
 	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) |
@@ -1602,7 +1666,9 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
-		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+		if (m->isdir && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST))
+			node_by_id(nx, b, m->tname, m->tlen, m->fid);
+		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
 	}
 }
@@ -1631,14 +1697,17 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		.fname = r->oname.name, .flen = r->oname.len,
 		.tname = r->nname.name, .tlen = r->nname.len,
 		.isdir = r->mask & FAN_ONDIR,
+		.fid = r->fid.len ? &r->fid : NULL,
 	};
 	size_t used = r->size;
 
+	/* A directory moved from outside the trees into one brings what was
+	 * known to be outside inside; moves elsewhere change nothing of that. */
+	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
+		nx_map_free(&fa->outside);
 	if (!++fa->cookie)
 		fa->cookie = 1;
-	/* A directory moved may bring what was outside the trees inside. */
-	if ((r->mask & FAN_ONDIR) && fa->outside.len)
-		nx_map_free(&fa->outside);
+
 	m.cookie = fa->cookie;
 	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
@@ -1795,11 +1864,16 @@ static int fan_process(struct notifyx *nx)
 			break;
 		}
 		fa->len += (size_t)n;
+		/* The buffer filled up: the kernel may hold more, such as the
+		 * second FAN_RENAME of an exchange. */
+		bool more = sizeof(fa->buf) - fa->len < 4096;
 		size_t pos = 0;
 		struct fanrec r;
 		while (pos < fa->len) {
 			bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 			fa->next = pos + r.size;
+			if (ok && more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
+				break; /* handled with what the next read brings */
 			if (!ok) {
 				/* The kernel returns whole records only: a record that
 				 * does not decode is skipped by its length, or ends the

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -70,6 +71,7 @@ enum kind {
 	K_INOTIFY_INIT1, K_INOTIFY_ADD_WATCH, K_INOTIFY_RM_WATCH,
 	K_EPOLL_CREATE1, K_EPOLL_CTL, K_EPOLL_WAIT,
 	K_EVENTFD, K_TIMERFD_CREATE, K_TIMERFD_SETTIME,
+	K_FANOTIFY_INIT, K_FANOTIFY_MARK,
 	K_COUNT
 };
 
@@ -100,6 +102,8 @@ static struct {
 	[K_EVENTFD] = { "eventfd", EMFILE, false },
 	[K_TIMERFD_CREATE] = { "timerfd_create", EMFILE, false },
 	[K_TIMERFD_SETTIME] = { "timerfd_settime", EINVAL, false },
+	[K_FANOTIFY_INIT] = { "fanotify_init", EMFILE, false },
+	[K_FANOTIFY_MARK] = { "fanotify_mark", ENOSPC, false },
 };
 
 static const struct {
@@ -607,6 +611,20 @@ EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 	NEXT(int, "inotify_add_watch", (int, const char *, uint32_t));
 	FAIL_IF(K_INOTIFY_ADD_WATCH, fd, -1);
 	return real(fd, path, mask);
+}
+
+EXPORT int fanotify_init(unsigned int flags, unsigned int event_f_flags)
+{
+	NEXT(int, "fanotify_init", (unsigned int, unsigned int));
+	FAIL_IF(K_FANOTIFY_INIT, -1, -1);
+	return real(flags, event_f_flags);
+}
+
+EXPORT int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dirfd, const char *path)
+{
+	NEXT(int, "fanotify_mark", (int, unsigned int, uint64_t, int, const char *));
+	FAIL_IF(K_FANOTIFY_MARK, fd, -1);
+	return real(fd, flags, mask, dirfd, path);
 }
 
 EXPORT int inotify_rm_watch(int fd, int wd)
