@@ -48,14 +48,16 @@ static struct notifyx *open_dn(void)
 	return notifyx_open(&c);
 }
 
-static const char *at(const char *dir, const char *fmt, int i)
+/* dir/PREFIXi, or dir/PREFIXi/leaf when leaf is not NULL. */
+static const char *at(const char *dir, const char *prefix, int i, const char *leaf)
 {
 	static char buf[8][4096];
 	static int k;
-	char *b = buf[k++ % 8], name[64];
+	char *b = buf[k++ % 8];
 
-	snprintf(name, sizeof(name), fmt, i);
-	snprintf(b, 4096, "%s/%s", dir, name);
+	if (snprintf(b, 4096, "%s/%s%d%s%s", dir, prefix, i, leaf ? "/" : "", leaf ? leaf : "") >=
+	    4096)
+		FAIL("path too long");
 	return b;
 }
 
@@ -112,7 +114,7 @@ static void sigio_overflow(const char *dir)
 	int wd;
 
 	for (int i = 0; i < 8; i++)
-		mkdir(at(dir, "d%d", i), 0755);
+		mkdir(at(dir, "d", i, NULL), 0755);
 	if (setrlimit(RLIMIT_SIGPENDING, &rl) < 0)
 		FAIL("setrlimit: %s", strerror(errno));
 	if (!(nx = open_dn()))
@@ -127,13 +129,16 @@ static void sigio_overflow(const char *dir)
 	sigaddset(&rt, SIGRTMIN + 5);
 	pthread_sigmask(SIG_BLOCK, &rt, &old);
 	for (int i = 0; i < 400; i++)
-		touch(at(dir, "d%d/f", i % 8) /* same name: a change each time */), unlink(at(dir, "d%d/f", i % 8));
+		{
+		touch(at(dir, "d", i % 8, "f"));
+		unlink(at(dir, "d", i % 8, "f"));
+	}
 	for (int i = 0; i < 8; i++)
-		touch(at(dir, "d%d/kept", i));
+		touch(at(dir, "d", i, "kept"));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (collect(nx, 500, NOTIFYX_OVERFLOW, NULL) < 1)
 		FAIL("no OVERFLOW after the real-time signal queue overflowed");
-	touch(at(dir, "d%d/after", 0));
+	touch(at(dir, "d", 0, "after"));
 	if (collect(nx, 1000, NOTIFYX_CREATE, NULL) < 1)
 		FAIL("no event after the overflow");
 	notifyx_close(nx);
@@ -147,8 +152,9 @@ static void descriptor_limit(const char *dir)
 	char path[4096];
 
 	for (int i = 0; i < 60; i++)
-		mkdir(at(dir, "big%d", i), 0755);
-	snprintf(path, sizeof(path), "%s/small", dir);
+		mkdir(at(dir, "big", i, NULL), 0755);
+	if (snprintf(path, sizeof(path), "%s/small", dir) >= (int)sizeof(path))
+		FAIL("path too long");
 	mkdir(path, 0755);
 	if (!(nx = open_dn()))
 		FAIL("notifyx_open: %s", strerror(errno));
@@ -170,7 +176,7 @@ static void descriptor_limit(const char *dir)
 	if (wd < 0)
 		FAIL("add_watch of one directory: %s", strerror(errno));
 	for (int i = 0; i < 40; i++)
-		mkdir(at(path, "n%d", i), 0755);
+		mkdir(at(path, "n", i, NULL), 0755);
 	collect(nx, 500, NOTIFYX_ERROR, &err);
 	if (err != EMFILE)
 		FAIL("directories beyond the limit: ERROR with %s, expected EMFILE",
@@ -192,7 +198,7 @@ static void *thread_main(void *arg)
 	if (!nx || notifyx_add_watch(nx, t->dir, NOTIFYX_CREATE, 0) < 0)
 		return NULL;
 	for (int i = 0; i < 20; i++)
-		touch(at(t->dir, "f%d", i));
+		touch(at(t->dir, "f", i, NULL));
 	for (int waited = 0; waited < 1500; waited += 20) {
 		ssize_t len;
 		while ((len = notifyx_read(nx, buf, sizeof(buf))) > 0) {
@@ -215,7 +221,8 @@ static void two_threads(const char *dir)
 
 	for (int i = 0; i < 2; i++) {
 		memset(&t[i], 0, sizeof(t[i]));
-		snprintf(t[i].dir, sizeof(t[i].dir), "%s/t%d", dir, i);
+		if (snprintf(t[i].dir, sizeof(t[i].dir), "%s/t%d", dir, i) >= (int)sizeof(t[i].dir))
+			FAIL("path too long");
 		mkdir(t[i].dir, 0755);
 		pthread_create(&id[i], NULL, thread_main, &t[i]);
 	}
@@ -232,7 +239,8 @@ static int in_child(void (*fn)(const char *), const char *name)
 	int status;
 	pid_t pid;
 
-	snprintf(dir, sizeof(dir), "%s/%s", base, name);
+	if (snprintf(dir, sizeof(dir), "%s/%s", base, name) >= (int)sizeof(dir))
+		return 1;
 	mkdir(dir, 0755);
 	fflush(stdout);
 	if (!(pid = fork())) {
