@@ -9,7 +9,9 @@
  *    than RLIMIT_NOFILE allows fails with EMFILE and leaves nothing behind
  *    (descriptors, events); directories that appear later beyond the limit
  *    give one NOTIFYX_ERROR with EMFILE;
- *  - two handles in two threads each get their own events.
+ *  - two handles in two threads each get their own events;
+ *  - with /proc/sys/fs/dir-notify-enable at 0 (root only; set back at once:
+ *    it is system-wide), the backend cannot start: ENOSYS.
  * Exit 0 pass, 1 fail, 77 when the dnotify backend cannot start here.
  */
 #define _GNU_SOURCE
@@ -233,6 +235,40 @@ static void two_threads(const char *dir)
 	}
 }
 
+static const char *const enable = "/proc/sys/fs/dir-notify-enable";
+
+static bool write_enable(const char *v)
+{
+	int fd = open(enable, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, v, 1) == 1;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void disabled(const char *dir)
+{
+	struct notifyx *nx;
+	char old = '1';
+	int fd, err;
+
+	(void)dir;
+	fd = open(enable, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &old, 1) != 1 || !write_enable("0")) {
+		printf("  note: cannot set %s (%s): not checked\n", enable, strerror(errno));
+		return;
+	}
+	close(fd);
+	nx = open_dn();
+	err = errno;
+	write_enable(old == '0' ? "0" : "1");
+	if (nx)
+		FAIL("the dnotify backend started with %s at 0", enable);
+	if (err != ENOSYS)
+		FAIL("with %s at 0: %s, expected ENOSYS", enable, strerror(err));
+}
+
 static int in_child(void (*fn)(const char *), const char *name)
 {
 	char dir[4096];
@@ -274,6 +310,7 @@ int main(void)
 	bad |= in_child(sigio_overflow, "sigio");
 	bad |= in_child(descriptor_limit, "emfile");
 	bad |= in_child(two_threads, "threads");
+	bad |= in_child(disabled, "disabled");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
 	if (system(cmd) != 0)
 		bad = 1;
