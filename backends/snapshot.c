@@ -185,7 +185,6 @@ struct reader {
 	struct nx_snode *dir;       /* being listed */
 	const struct nx_snode *prev; /* the same directory in the previous snapshot */
 	int dfd;
-	int err;
 	char path[PATH_MAX];
 	size_t path_len;
 };
@@ -229,7 +228,7 @@ static void generation(struct reader *rd, const char *name, size_t len, struct n
 	fd = openat(rd->dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	rd->r->syscalls += 2;
+	rd->r->syscalls += 3; /* open, ioctl, close */
 	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
 		a->id2 = (uint32_t)gen;
 		a->has_id2 = true;
@@ -274,6 +273,7 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 		    uint64_t root_dev)
 {
 	bool keep = false;
+	unsigned calls = 0;
 	int ret = 0;
 
 	if (rd->r->on_dir) {
@@ -285,8 +285,8 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 	rd->dir = dir;
 	rd->prev = prev;
 	rd->dfd = dfd;
-	ret = nx_scan_dir(dfd, list_one, rd, NULL);
-	rd->r->syscalls += 2;
+	ret = nx_scan_dir(dfd, list_one, rd, &calls);
+	rd->r->syscalls += calls + 1; /* getdents64 calls, and close */
 	if (ret)
 		goto out;
 	dir->entered = true;

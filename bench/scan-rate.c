@@ -95,6 +95,8 @@ static double run_find(const char *dir)
 	return now() - t0;
 }
 
+static uint64_t syscalls;
+
 static struct nx_snode *read_tree(const char *dir, uint64_t *entries)
 {
 	struct nx_sread r = { .recursive = true };
@@ -107,6 +109,7 @@ static struct nx_snode *read_tree(const char *dir, uint64_t *entries)
 	}
 	close(fd);
 	*entries = r.entries;
+	syscalls = r.syscalls;
 	return t;
 }
 
@@ -211,7 +214,8 @@ int main(int argc, char **argv)
 	double mf = median(tf, runs), me = median(te, runs);
 	printf("tree: %llu entries; medians of %d runs\n", (unsigned long long)entries, runs);
 	printf("find -printf '': %.1f ms  %.0f entries/s\n", mf * 1e3, entries / mf);
-	printf("engine read:     %.1f ms  %.0f entries/s\n", me * 1e3, entries / me);
+	printf("engine read:     %.1f ms  %.0f entries/s  (%.2f system calls per entry)\n",
+	       me * 1e3, entries / me, (double)syscalls / entries);
 	printf("ratio engine/find (entries/s): %.2f (target >= 0.70)\n", mf / me);
 
 	if (dir == big) {

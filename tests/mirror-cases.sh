@@ -63,6 +63,9 @@ case_() {
 	rm -rf "$work/tree" "$work/outside" "$work/copy"
 	mkdir "$work/tree" "$work/outside"
 	(cd "$work/tree" && eval "$setup") || { echo "$me: $name: setup failed"; exit 1; }
+	# Emptied here, not by the redirection in the child: the previous
+	# case's "started" must not be seen before the new mirror runs.
+	: >"$work/out"
 	"$mirror" -b "$backend" "$work/tree" "$work/copy" >"$work/out" 2>"$work/log" &
 	pid=$!
 	if ! wait_line '^started' 1; then

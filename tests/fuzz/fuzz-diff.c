@@ -5,7 +5,8 @@
  * one level only), each an old and a new tree made from one small set of
  * inodes, so that entries stay, move within a watch, move between watches,
  * are hard-linked, replaced, exchanged, or go round in cycles, and inode
- * numbers are reused (same number, another birth time).
+ * numbers are reused (same number, another birth time); some directories
+ * have no listing (they could not be read).
  *
  * Invariants: applying the events to a mirror of each old tree (the rules of
  * notifyx(7)) gives the new tree, and no event could not be applied; cookies
@@ -87,7 +88,9 @@ static struct nx_snode *tree(struct in *in, int state, bool deep, struct nx_snod
 			continue;
 		n = nx_snap_add(parent, name, 1, &a);
 		CHECK(n, "out of memory");
-		if (ino->dir && deep) {
+		/* Some directories could not be read (no listing): the diff
+		 * keeps what the old tree knew of them, or lists them once read. */
+		if (ino->dir && deep && !(in_u8(in) % 8 == 0)) {
 			n->entered = true;
 			d.v[d.n++] = n;
 		}
