@@ -1692,8 +1692,6 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	struct fan *fa = fan_of(nx);
 	struct fanrec x;
 	struct move m = {
-		.from = r->odfid.len ? kobj_get(nx, &r->odfid) : NULL,
-		.to = r->ndfid.len ? kobj_get(nx, &r->ndfid) : NULL,
 		.fname = r->oname.name, .flen = r->oname.len,
 		.tname = r->nname.name, .tlen = r->nname.len,
 		.isdir = r->mask & FAN_ONDIR,
@@ -1701,6 +1699,13 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	};
 	size_t used = r->size;
 
+	/* Resolving a directory can bury nodes of the table, and with the last
+	 * node of an object the object itself: look the first up again once the
+	 * second is resolved (the same after each half of a one-sided exchange). */
+	m.from = r->odfid.len ? kobj_get(nx, &r->odfid) : NULL;
+	m.to = r->ndfid.len ? kobj_get(nx, &r->ndfid) : NULL;
+	if (m.from)
+		m.from = kobj_find(fa, &r->odfid);
 	/* A directory moved from outside the trees into one brings what was
 	 * known to be outside inside; moves elsewhere change nothing of that. */
 	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
@@ -1720,6 +1725,7 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
 		if (!m.from != !m.to) {
+			const struct fanid *id = m.from ? &r->odfid : &r->ndfid;
 			const struct kobj *k = m.from ? m.from : m.to;
 			const char *name = m.from ? m.fname : m.tname;
 			size_t len = m.from ? m.flen : m.tlen;
@@ -1728,6 +1734,7 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves };
 			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives };
 			do_move(nx, &out);
+			in.to = kobj_find(fa, id);
 			do_move(nx, &in);
 			return used;
 		}

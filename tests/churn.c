@@ -150,7 +150,8 @@ static size_t list(const char *base, const char *rel, struct entry **out)
 	}
 	closedir(d);
 	/* readdir's order depends on the filesystem: sort, for reproducibility */
-	qsort(ents, n, sizeof *ents, by_name);
+	if (n)
+		qsort(ents, n, sizeof *ents, by_name);
 	*out = ents;
 	return n;
 }
