@@ -289,6 +289,19 @@ static bool sup_take(struct ino *in, const void *obj, const char *name, size_t l
 	return true;
 }
 
+/* The events a listing of directory name caused in kernel watch kw (with
+ * IN_OPEN when kw is its parent's): those kw asks for are to be dropped. */
+static void sup_listing(struct ino *in, struct kwatch *kw, const char *name, size_t len,
+			uint32_t open, unsigned calls)
+{
+	if (kw->kmask & open)
+		sup_add(in, kw, name, len, SUP_OPEN, 1);
+	if (kw->kmask & IN_ACCESS)
+		sup_add(in, kw, name, len, SUP_ACCESS, calls);
+	if (kw->kmask & IN_CLOSE_NOWRITE)
+		sup_add(in, kw, name, len, SUP_CLOSE, 1);
+}
+
 /* The path of n's entry name, relative to the watch root, in in->path[i]. */
 static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
 			 int i)
@@ -521,14 +534,12 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
 	err = errno;
 	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
-	 * OPEN its parent saw) are the library's own, not the application's. */
-	sup_add(in, n->kref, "", 0, SUP_ACCESS, calls);
-	sup_add(in, n->kref, "", 0, SUP_CLOSE, 1);
-	if (n->parent && n->parent->kref) {
-		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_OPEN, 1);
-		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_ACCESS, calls);
-		sup_add(in, n->parent->kref, n->name, n->name_len, SUP_CLOSE, 1);
-	}
+	 * OPEN its parent saw) are the library's own, not the application's.
+	 * Only what a kernel watch asks for is queued and so remembered: else a
+	 * large tree would hold five entries per directory until the next read. */
+	sup_listing(in, n->kref, "", 0, 0, calls);
+	if (n->parent && n->parent->kref)
+		sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, calls);
 	if (ret < 0) {
 		close(fd);
 		free(wk.subdirs);

@@ -70,6 +70,13 @@ double wp_cpu(const struct wproc *p);  /* CPU seconds of all its threads so far 
 long wp_rss_kb(const struct wproc *p); /* VmRSS */
 void wp_stop(struct wproc *p);
 
+/* Binds this process, and so the watchers it starts, to the CPU it runs on
+ * (unless NXBENCH_NOPIN is set).  On a virtual machine a wakeup that crosses
+ * to an idle virtual CPU costs hundreds of microseconds, and a program run
+ * by exec is moved to the idlest CPU while a forked child mostly is not: left
+ * alone, that, not the watcher, would decide who wins on latency. */
+void pin_cpu(void);
+
 /* Results: human table on stdout, rows "workload size watcher metric value"
  * appended to the TSV file named by NXBENCH_TSV (if set). */
 void tsv(const char *workload, long size, const char *watcher, const char *metric, double value);

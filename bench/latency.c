@@ -26,12 +26,15 @@ int main(int argc, char **argv)
 	int *n = calloc(nw, sizeof(int)), *lost = calloc(nw, sizeof(int));
 	static struct wproc p;
 
+	pin_cpu();
+
 	if (count < 1 || rounds < 1)
 		return fprintf(stderr, "usage: %s [COUNT [ROUNDS]]\n", argv[0]), 2;
 	for (int i = 0; i < nw; i++)
 		lat[i] = calloc((size_t)count * rounds, sizeof(double));
 	for (int r = 0; r < rounds; r++) {
-		for (int i = 0; i < nw; i++) {
+		for (int j = 0; j < nw; j++) {
+			int i = r % 2 ? nw - 1 - j : j; /* order changes run by run */
 			struct wopts o = { .events = B_CREATE, .lines = 1 };
 
 			if (w[i].absent)

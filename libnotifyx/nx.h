@@ -86,6 +86,7 @@ struct nx_node {
 	char *name;               /* "" for a root */
 	uint32_t name_len;
 	bool dead;                /* unlinked, waiting to be freed */
+	uint8_t name_cap;         /* bytes for a name allocated with the node (0 for a root) */
 };
 
 struct nx_paths {

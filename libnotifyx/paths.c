@@ -93,20 +93,22 @@ static void unlink_child(struct nx_node *n)
 
 struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const char *name, size_t len)
 {
-	struct nx_node *n = calloc(1, sizeof(*n));
+	/* The name lives in the same allocation: one malloc less per directory
+	 * of a large tree, and 30-odd bytes less each (issue 6's memory target). */
+	struct nx_node *n = calloc(1, sizeof(*n) + len + 1);
 
-	if (!n || !(n->name = malloc(len + 1))) {
-		free(n);
+	if (!n) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	n->name = (char *)(n + 1);
+	n->name_cap = (uint8_t)(len < UINT8_MAX ? len : UINT8_MAX);
 	memcpy(n->name, name, len);
 	n->name[len] = '\0';
 	n->name_len = (uint32_t)len;
 	n->watch = parent->watch;
 	n->parent = parent;
 	if (hash_in(t, n) < 0) {
-		free(n->name);
 		free(n);
 		errno = ENOMEM;
 		return NULL;
@@ -118,17 +120,19 @@ struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const ch
 int nx_node_rename(struct nx_paths *t, struct nx_node *n, struct nx_node *new_parent,
 		   const char *name, size_t len)
 {
-	char *copy = malloc(len + 1);
+	/* A name that fits the node's own storage goes there; else its own. */
+	char *copy = n->name_cap && len <= n->name_cap ? (char *)(n + 1) : malloc(len + 1);
 
 	if (!copy) {
 		errno = ENOMEM;
 		return -1;
 	}
-	memcpy(copy, name, len);
-	copy[len] = '\0';
 	hash_out(t, n);
+	memmove(copy, name, len);
+	copy[len] = '\0';
 	unlink_child(n);
-	free(n->name);
+	if (n->name != copy && n->name != (char *)(n + 1))
+		free(n->name);
 	n->name = copy;
 	n->name_len = (uint32_t)len;
 	link_child(new_parent, n);
@@ -186,7 +190,7 @@ void nx_node_free_tree(struct nx_paths *t, struct nx_node *n,
 			hash_out(t, cur);
 			unlink_child(cur);
 		}
-		if (cur->name != root_name)
+		if (cur->name != root_name && cur->name != (char *)(cur + 1))
 			free(cur->name);
 		free(cur);
 		cur = up;

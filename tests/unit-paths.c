@@ -355,6 +355,41 @@ static void test_rename(void **state)
 
 /* A rename of a directory high in a deep tree is seen by every path below
  * it at once. */
+/* A name lives in its node's allocation while it fits there (issue 6: one
+ * malloc less per directory); a longer one gets its own, and a shorter one
+ * later goes back.  Renaming to the name the node has, passed as its own
+ * storage, keeps it.  ASan and valgrind runs check the storage rules. */
+static void test_rename_name_storage(void **state)
+{
+	struct nx_paths t = { 0 };
+	struct nx_node *root = nx_node_new_root(&W1);
+	struct nx_node *n = nx_node_add(&t, root, "abcd", 4);
+	static const char long_name[] = "a name longer than the one the node was made with";
+
+	(void)state;
+	assert_non_null(n);
+	assert_int_equal(nx_node_rename(&t, n, root, "xy", 2), 0);
+	assert_string_equal(n->name, "xy");
+	assert_ptr_equal(find(&t, root, "xy"), n);
+	assert_null(find(&t, root, "abcd"));
+	assert_int_equal(nx_node_rename(&t, n, root, long_name, strlen(long_name)), 0);
+	assert_string_equal(n->name, long_name);
+	assert_ptr_equal(find(&t, root, long_name), n);
+	assert_null(find(&t, root, "xy"));
+	assert_int_equal(nx_node_rename(&t, n, root, n->name, n->name_len), 0);
+	assert_string_equal(n->name, long_name);
+	assert_ptr_equal(find(&t, root, long_name), n);
+	assert_int_equal(nx_node_rename(&t, n, root, "wxyz", 4), 0);
+	assert_string_equal(n->name, "wxyz");
+	assert_ptr_equal(find(&t, root, "wxyz"), n);
+	assert_null(find(&t, root, long_name));
+	assert_int_equal(nx_node_rename(&t, n, root, n->name + 1, 3), 0);
+	assert_string_equal(n->name, "xyz");
+	assert_ptr_equal(find(&t, root, "xyz"), n);
+	nx_node_free_tree(&t, root, NULL, NULL);
+	nx_paths_free(&t);
+}
+
 static void test_rename_deep(void **state)
 {
 	struct nx_paths t = { 0 };
@@ -733,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_same_name_chain),
 		cmocka_unit_test(test_exchange),
 		cmocka_unit_test(test_rename),
+		cmocka_unit_test(test_rename_name_storage),
 		cmocka_unit_test(test_rename_deep),
 		cmocka_unit_test(test_unlink),
 		cmocka_unit_test(test_free_tree_order),
