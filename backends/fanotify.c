@@ -1570,7 +1570,65 @@ struct move {
 	bool isdir, exchange, to_isdir;
 	uint32_t cookie;
 	const struct fanid *fid; /* the object moved, when known */
+	const struct fanid *tfid; /* an exchange: the object moved the other way */
 };
+
+/*
+ * A directory listed when an event is read is listed as it is then, after
+ * the events not read yet: the table can be ahead of the records read
+ * after, and what it has already must not be done twice.  A FAN_RENAME
+ * names both directories when both were marked when it happened (a
+ * directory moved out keeps its mark while no path leads to it), so the
+ * directory at one end may have been listed, with the move done, only
+ * after it happened (inotify reports nothing to a watch added later).  By
+ * identity: an arrival is done when the table has the object moved there
+ * already, a departure when it has another directory where it left.
+ */
+
+/* The kobj of the directory at n/name in the table, or NULL. */
+static const struct kobj *kobj_at(struct notifyx *nx, struct nx_node *n, const char *name,
+				  size_t len)
+{
+	struct nx_node *c = nx_node_find(&nx->paths, n, name, len);
+
+	return c && !c->dead ? c->kref : NULL;
+}
+
+/* One end of a move of object id: it left n/name (departure) or arrived
+ * there.  Done already in the table? */
+static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+		     const struct fanid *id, bool departure)
+{
+	const struct kobj *k = kobj_at(nx, n, name, len);
+
+	if (!id || !k)
+		return false;
+	return departure ? k != kobj_find(fan_of(nx), id) : k == kobj_find(fan_of(nx), id);
+}
+
+/* True when the table has an end of move m done already (in some watch
+ * that sees both): the move is then done end by end. */
+static bool move_done_in_part(struct notifyx *nx, const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = fa->vec[0][i];
+		for (size_t j = 0; j < nt; j++) {
+			struct nx_node *b = fa->vec[1][j];
+			if (a->dead || b->dead || a->watch != b->watch)
+				continue;
+			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
+			    end_done(nx, b, m->tname, m->tlen, m->fid, false))
+				return true;
+			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
+					    end_done(nx, a, m->fname, m->flen, m->tfid, false)))
+				return true;
+		}
+	}
+	return false;
+}
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
@@ -1642,7 +1700,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		size_t len = entry_path(fa, a, m->fname, m->flen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
 			continue;
 		sup_take(fa, a, m->fname, m->flen);
 		if (m->isdir)
@@ -1660,7 +1718,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(fa, b, m->tname, m->tlen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
 		struct nx_watch *w = b->watch;
 		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
@@ -1671,6 +1729,27 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
 	}
+}
+
+/* A move the table has part of: each end not done yet becomes a departure
+ * or an arrival (the departures first), as seen from one side only. */
+static void by_ends(struct notifyx *nx, const struct move *m)
+{
+	struct move out = { .from = m->from, .fname = m->fname, .flen = m->flen,
+			    .isdir = m->isdir, .fid = m->fid };
+	struct move in = { .to = m->to, .tname = m->tname, .tlen = m->tlen,
+			   .isdir = m->isdir, .fid = m->fid };
+	struct move back_out = { .from = m->to, .fname = m->tname, .flen = m->tlen,
+				 .isdir = m->to_isdir, .fid = m->tfid };
+	struct move back_in = { .to = m->from, .tname = m->fname, .tlen = m->flen,
+				.isdir = m->to_isdir, .fid = m->tfid };
+
+	do_move(nx, &out);
+	if (m->exchange)
+		do_move(nx, &back_out);
+	do_move(nx, &in);
+	if (m->exchange)
+		do_move(nx, &back_in);
 }
 
 static bool same_id(const struct fanid *a, const struct fanid *b)
@@ -1716,6 +1795,7 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	    ((r->mask | x.mask) & FAN_ONDIR)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
+		m.tfid = &x.fid;
 		used += x.size;
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
@@ -1725,14 +1805,19 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 			size_t len = m.from ? m.flen : m.tlen;
 			bool leaves = m.from ? m.isdir : m.to_isdir;
 			bool arrives = m.from ? m.to_isdir : m.isdir;
-			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves };
-			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives };
+			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves,
+					    .fid = m.from ? m.fid : m.tfid };
+			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives,
+					   .fid = m.from ? m.tfid : m.fid };
 			do_move(nx, &out);
 			do_move(nx, &in);
 			return used;
 		}
 	}
-	do_move(nx, &m);
+	if (move_done_in_part(nx, &m))
+		by_ends(nx, &m);
+	else
+		do_move(nx, &m);
 	return used;
 }
 
