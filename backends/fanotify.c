@@ -234,6 +234,7 @@ struct kobj {
 	uint64_t kmask;       /* what the mark asks for (never narrowed); 0: not marked */
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
+	uint64_t listed_at;   /* the epoch of its last listing by walk() */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	bool isdir;
 	size_t idlen;
@@ -271,6 +272,7 @@ struct fan {
 	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
 	unsigned nfswatches;  /* watches in fsmode */
 	uint64_t fsgen;       /* changes of the set of fsmode watches */
+	uint64_t epoch;       /* since 1, one more at each dry point and watch added */
 	size_t next;          /* in buf: where the records not handled yet start */
 	const struct fanid *cur_fid; /* the object of the record being handled, or NULL */
 	struct nx_map fsmarks; /* fsid key -> struct fsmark */
@@ -751,6 +753,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	}
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
 	nx_map_put(&fa->listed, ((struct kobj *)n->kref)->key, (void *)1);
+	((struct kobj *)n->kref)->listed_at = fa->epoch;
 	ret = nx_scan_dir(fd, walk_entry, &wk, NULL);
 	err = errno;
 	if (ret < 0) {
@@ -897,6 +900,7 @@ static void dry_point(struct notifyx *nx)
 
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
 		retry_deferred(nx);
 	if (!fa->suppress.len)
@@ -1606,8 +1610,24 @@ static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, si
 	return departure ? k != kobj_find(fan_of(nx), id) : k == kobj_find(fan_of(nx), id);
 }
 
-/* True when the table has an end of move m done already (in some watch
- * that sees both): the move is then done end by end. */
+/* Directory n was listed while the records being read were read (since
+ * the kernel queue was last read dry): its listing may be ahead of them.
+ * A directory that left it but has no node there (the listing found
+ * something else, or nothing) may then be a file or nothing in the copy. */
+static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	struct fan *fa = fan_of(nx);
+	const struct kobj *k = n->kref;
+
+	if (!k || k->listed_at != fa->epoch || fs_mode(n->watch) ||
+	    nx_node_find(&nx->paths, n, name, len) ||
+	    entry_path(fa, n, name, len, 2) == SIZE_MAX)
+		return false;
+	return !nx_excluded(nx, n->watch, fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
+}
+
+/* True when the table has an end of move m done already, or may have (in
+ * some watch that sees both): the move is then done end by end. */
 static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
@@ -1624,6 +1644,9 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 				return true;
 			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
 					    end_done(nx, a, m->fname, m->flen, m->tfid, false)))
+				return true;
+			if ((m->isdir && dir_unknown_at(nx, a, m->fname, m->flen)) ||
+			    (m->exchange && m->to_isdir && dir_unknown_at(nx, b, m->tname, m->tlen)))
 				return true;
 		}
 	}
@@ -2012,6 +2035,7 @@ static int fan_open(struct notifyx *nx)
 	if (!fa)
 		return -1;
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
+	fa->epoch = 1;
 	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
 	 * hears the whole filesystem, and activity outside the trees must not
 	 * overflow it (the library drains it into its own queue, whose
@@ -2145,8 +2169,10 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 		close(fd);
 		fa->path[2][0] = '\0';
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
-			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
+			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended) {
+			fa->epoch++; /* listed before what is to be read happens */
 			return 0;
+		}
 		goto out;
 	}
 	if (attach(nx, w->root, fd, true) == 0) {

@@ -136,6 +136,12 @@ case_ "new directory whose parent is renamed and its path made again" stop \
 case_ "exchange read after the listing of a directory that shows its result" stop \
 	'mkdir -p y/s' "mv y ../outside/y; mkdir z; mv ../outside/y y; $X z y/s; mv y z/y"
 
+# ... and where the listing found a file in place of a directory (k, after
+# the exchange) and the exchange that made it so is read afterwards: the
+# copy has files at both ends.  Swapped, q/f would stay a file there.
+case_ "exchange read after the listing of a directory that found its file" stop \
+	'mkdir -p p/k/x q; touch q/f' "mkdir n; mv p n/p; $X n/p/k q/f"
+
 # An exchange with a place the handle does not watch, renameat2's first
 # argument being that place: the kernel queues MOVED_TO f (the directory
 # arriving) before MOVED_FROM f (the file leaving), and the library reports
