@@ -234,6 +234,7 @@ struct kobj {
 	uint64_t kmask;       /* what the mark asks for (never narrowed); 0: not marked */
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
+	uint64_t listed_at;   /* the epoch of its last listing by walk() */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	bool isdir;
 	size_t idlen;
@@ -271,6 +272,7 @@ struct fan {
 	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
 	unsigned nfswatches;  /* watches in fsmode */
 	uint64_t fsgen;       /* changes of the set of fsmode watches */
+	uint64_t epoch;       /* since 1, one more at each dry point and watch added */
 	size_t next;          /* in buf: where the records not handled yet start */
 	const struct fanid *cur_fid; /* the object of the record being handled, or NULL */
 	struct nx_map fsmarks; /* fsid key -> struct fsmark */
@@ -751,6 +753,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	}
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
 	nx_map_put(&fa->listed, ((struct kobj *)n->kref)->key, (void *)1);
+	((struct kobj *)n->kref)->listed_at = fa->epoch;
 	ret = nx_scan_dir(fd, walk_entry, &wk, NULL);
 	err = errno;
 	if (ret < 0) {
@@ -897,6 +900,7 @@ static void dry_point(struct notifyx *nx)
 
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
 		retry_deferred(nx);
 	if (!fa->suppress.len)
@@ -1570,7 +1574,84 @@ struct move {
 	bool isdir, exchange, to_isdir;
 	uint32_t cookie;
 	const struct fanid *fid; /* the object moved, when known */
+	const struct fanid *tfid; /* an exchange: the object moved the other way */
 };
+
+/*
+ * A directory listed when an event is read is listed as it is then, after
+ * the events not read yet: the table can be ahead of the records read
+ * after, and what it has already must not be done twice.  A FAN_RENAME
+ * names both directories when both were marked when it happened (a
+ * directory moved out keeps its mark while no path leads to it), so the
+ * directory at one end may have been listed, with the move done, only
+ * after it happened (inotify reports nothing to a watch added later).  By
+ * identity: an arrival is done when the table has the object moved there
+ * already, a departure when it has another directory where it left.
+ */
+
+/* The kobj of the directory at n/name in the table, or NULL. */
+static const struct kobj *kobj_at(struct notifyx *nx, struct nx_node *n, const char *name,
+				  size_t len)
+{
+	struct nx_node *c = nx_node_find(&nx->paths, n, name, len);
+
+	return c && !c->dead ? c->kref : NULL;
+}
+
+/* One end of a move of object id: it left n/name (departure) or arrived
+ * there.  Done already in the table? */
+static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+		     const struct fanid *id, bool departure)
+{
+	const struct kobj *k = kobj_at(nx, n, name, len);
+
+	if (!id || !k)
+		return false;
+	return departure ? k != kobj_find(fan_of(nx), id) : k == kobj_find(fan_of(nx), id);
+}
+
+/* Directory n was listed while the records being read were read (since
+ * the kernel queue was last read dry): its listing may be ahead of them.
+ * A directory that left it but has no node there (the listing found
+ * something else, or nothing) may then be a file or nothing in the copy. */
+static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	struct fan *fa = fan_of(nx);
+	const struct kobj *k = n->kref;
+
+	if (!k || k->listed_at != fa->epoch || fs_mode(n->watch) ||
+	    nx_node_find(&nx->paths, n, name, len) ||
+	    entry_path(fa, n, name, len, 2) == SIZE_MAX)
+		return false;
+	return !nx_excluded(nx, n->watch, fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
+}
+
+/* True when the table has an end of move m done already, or may have (in
+ * some watch that sees both): the move is then done end by end. */
+static bool move_done_in_part(struct notifyx *nx, const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = fa->vec[0][i];
+		for (size_t j = 0; j < nt; j++) {
+			struct nx_node *b = fa->vec[1][j];
+			if (a->dead || b->dead || a->watch != b->watch)
+				continue;
+			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
+			    end_done(nx, b, m->tname, m->tlen, m->fid, false))
+				return true;
+			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
+					    end_done(nx, a, m->fname, m->flen, m->tfid, false)))
+				return true;
+			if ((m->isdir && dir_unknown_at(nx, a, m->fname, m->flen)) ||
+			    (m->exchange && m->to_isdir && dir_unknown_at(nx, b, m->tname, m->tlen)))
+				return true;
+		}
+	}
+	return false;
+}
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
@@ -1642,7 +1723,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		size_t len = entry_path(fa, a, m->fname, m->flen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
 			continue;
 		sup_take(fa, a, m->fname, m->flen);
 		if (m->isdir)
@@ -1660,7 +1741,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(fa, b, m->tname, m->tlen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
 		struct nx_watch *w = b->watch;
 		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
@@ -1671,6 +1752,27 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
 	}
+}
+
+/* A move the table has part of: each end not done yet becomes a departure
+ * or an arrival (the departures first), as seen from one side only. */
+static void by_ends(struct notifyx *nx, const struct move *m)
+{
+	struct move out = { .from = m->from, .fname = m->fname, .flen = m->flen,
+			    .isdir = m->isdir, .fid = m->fid };
+	struct move in = { .to = m->to, .tname = m->tname, .tlen = m->tlen,
+			   .isdir = m->isdir, .fid = m->fid };
+	struct move back_out = { .from = m->to, .fname = m->tname, .flen = m->tlen,
+				 .isdir = m->to_isdir, .fid = m->tfid };
+	struct move back_in = { .to = m->from, .tname = m->fname, .tlen = m->flen,
+				.isdir = m->to_isdir, .fid = m->tfid };
+
+	do_move(nx, &out);
+	if (m->exchange)
+		do_move(nx, &back_out);
+	do_move(nx, &in);
+	if (m->exchange)
+		do_move(nx, &back_in);
 }
 
 static bool same_id(const struct fanid *a, const struct fanid *b)
@@ -1721,6 +1823,7 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	    ((r->mask | x.mask) & FAN_ONDIR)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
+		m.tfid = &x.fid;
 		used += x.size;
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
@@ -1731,15 +1834,20 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 			size_t len = m.from ? m.flen : m.tlen;
 			bool leaves = m.from ? m.isdir : m.to_isdir;
 			bool arrives = m.from ? m.to_isdir : m.isdir;
-			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves };
-			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives };
+			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves,
+					    .fid = m.from ? m.fid : m.tfid };
+			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives,
+					   .fid = m.from ? m.tfid : m.fid };
 			do_move(nx, &out);
 			in.to = kobj_find(fa, id);
 			do_move(nx, &in);
 			return used;
 		}
 	}
-	do_move(nx, &m);
+	if (move_done_in_part(nx, &m))
+		by_ends(nx, &m);
+	else
+		do_move(nx, &m);
 	return used;
 }
 
@@ -1934,6 +2042,7 @@ static int fan_open(struct notifyx *nx)
 	if (!fa)
 		return -1;
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
+	fa->epoch = 1;
 	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
 	 * hears the whole filesystem, and activity outside the trees must not
 	 * overflow it (the library drains it into its own queue, whose
@@ -2067,8 +2176,10 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 		close(fd);
 		fa->path[2][0] = '\0';
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
-			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
+			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended) {
+			fa->epoch++; /* listed before what is to be read happens */
 			return 0;
+		}
 		goto out;
 	}
 	if (attach(nx, w->root, fd, true) == 0) {

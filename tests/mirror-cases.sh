@@ -130,6 +130,21 @@ case_ "new directory whose parent is renamed before the library reads its CREATE
 case_ "new directory whose parent is renamed and its path made again" stop \
 	'mkdir a' 'mkdir a/d; mv a b; mkdir -p a/d; touch b/d/x a/d/y'
 
+# A directory listed when the library reads its CREATE is listed as it is
+# then, after the operations that follow: here z holds y/s already.  The
+# exchange read afterwards is done in the listing; done again, z would be
+# swapped with z/y/s, a directory below it.  (fanotify reports both
+# directories of a move when both are marked: y is, as the mark it had
+# before it left is still there.)
+case_ "exchange read after the listing of a directory that shows its result" stop \
+	'mkdir -p y/s' "mv y ../outside/y; mkdir z; mv ../outside/y y; $X z y/s; mv y z/y"
+
+# ... and where the listing found a file in place of a directory (k, after
+# the exchange) and the exchange that made it so is read afterwards: the
+# copy has files at both ends.  Swapped, q/f would stay a file there.
+case_ "exchange read after the listing of a directory that found its file" stop \
+	'mkdir -p p/k/x q; touch q/f' "mkdir n; mv p n/p; $X n/p/k q/f"
+
 # An exchange with a place the handle does not watch, renameat2's first
 # argument being that place: the kernel queues MOVED_TO f (the directory
 # arriving) before MOVED_FROM f (the file leaving), and the library reports
