@@ -55,6 +55,8 @@ static void usage_main(FILE *f)
 "                              run COMMAND, and again after each change\n"
 "  backends                    list the backends, whether each works here,\n"
 "                              and the events each can report\n"
+"  bench [OPTION]... [DIR]     compare the backends on DIR's filesystem\n"
+"                              (\"notifyx bench --help\")\n"
 "  help [watch|run]            the same as --help (notifyx watch --help)\n"
 "\n"
 "Options:\n"
