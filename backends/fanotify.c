@@ -1569,6 +1569,11 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 
 struct move {
 	const struct kobj *from, *to;
+	/* The directories' identifiers: from and to are looked up again by
+	 * them (move_from, move_to), since handling one part of a move can bury
+	 * a directory's last node, and with it the kobj (NULL: use from and to
+	 * as they are). */
+	const struct fanid *from_id, *to_id;
 	const char *fname, *tname;
 	size_t flen, tlen;
 	bool isdir, exchange, to_isdir;
@@ -1588,6 +1593,16 @@ struct move {
  * identity: an arrival is done when the table has the object moved there
  * already, a departure when it has another directory where it left.
  */
+
+static const struct kobj *move_from(const struct fan *fa, const struct move *m)
+{
+	return m->from_id ? kobj_find(fa, m->from_id) : m->from;
+}
+
+static const struct kobj *move_to(const struct fan *fa, const struct move *m)
+{
+	return m->to_id ? kobj_find(fa, m->to_id) : m->to;
+}
 
 /* The kobj of the directory at n/name in the table, or NULL. */
 static const struct kobj *kobj_at(struct notifyx *nx, struct nx_node *n, const char *name,
@@ -1631,7 +1646,7 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
-	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
+	size_t nf = subscribers(nx, move_from(fa, m), 0), nt = subscribers(nx, move_to(fa, m), 1);
 
 	for (size_t i = 0; i < nf; i++) {
 		struct nx_node *a = fa->vec[0][i];
@@ -1708,7 +1723,7 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 static void do_move(struct notifyx *nx, const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
-	size_t nf = subscribers(nx, m->from, 0), nt = subscribers(nx, m->to, 1);
+	size_t nf = subscribers(nx, move_from(fa, m), 0), nt = subscribers(nx, move_to(fa, m), 1);
 	struct nx_node **from = fa->vec[0], **to = fa->vec[1];
 
 	for (size_t i = 0; i < nf; i++) {
@@ -1758,14 +1773,14 @@ static void do_move(struct notifyx *nx, const struct move *m)
  * or an arrival (the departures first), as seen from one side only. */
 static void by_ends(struct notifyx *nx, const struct move *m)
 {
-	struct move out = { .from = m->from, .fname = m->fname, .flen = m->flen,
-			    .isdir = m->isdir, .fid = m->fid };
-	struct move in = { .to = m->to, .tname = m->tname, .tlen = m->tlen,
+	struct move out = { .from = m->from, .from_id = m->from_id, .fname = m->fname,
+			    .flen = m->flen, .isdir = m->isdir, .fid = m->fid };
+	struct move in = { .to = m->to, .to_id = m->to_id, .tname = m->tname, .tlen = m->tlen,
 			   .isdir = m->isdir, .fid = m->fid };
-	struct move back_out = { .from = m->to, .fname = m->tname, .flen = m->tlen,
-				 .isdir = m->to_isdir, .fid = m->tfid };
-	struct move back_in = { .to = m->from, .tname = m->fname, .tlen = m->flen,
-				.isdir = m->to_isdir, .fid = m->tfid };
+	struct move back_out = { .from = m->to, .from_id = m->to_id, .fname = m->tname,
+				 .flen = m->tlen, .isdir = m->to_isdir, .fid = m->tfid };
+	struct move back_in = { .to = m->from, .to_id = m->from_id, .tname = m->fname,
+				.tlen = m->flen, .isdir = m->to_isdir, .fid = m->tfid };
 
 	do_move(nx, &out);
 	if (m->exchange)
@@ -1782,7 +1797,7 @@ static bool same_id(const struct fanid *a, const struct fanid *b)
 
 static bool same_name(const struct fanname *a, const struct fanname *b)
 {
-	return a->len == b->len && !memcmp(a->name, b->name, a->len);
+	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
 }
 
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
@@ -1802,12 +1817,13 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	size_t used = r->size;
 
 	/* Resolving a directory can bury nodes of the table, and with the last
-	 * node of an object the object itself: look the first up again once the
-	 * second is resolved (the same after each half of a one-sided exchange). */
+	 * node of an object the object itself: from and to are looked up again
+	 * by their identifiers wherever they are used. */
 	m.from = r->odfid.len ? kobj_get(nx, &r->odfid) : NULL;
 	m.to = r->ndfid.len ? kobj_get(nx, &r->ndfid) : NULL;
-	if (m.from)
-		m.from = kobj_find(fa, &r->odfid);
+	m.from_id = m.from ? &r->odfid : NULL;
+	m.to_id = m.to ? &r->ndfid : NULL;
+	m.from = move_from(fa, &m);
 	/* A directory moved from outside the trees into one brings what was
 	 * known to be outside inside; moves elsewhere change nothing of that. */
 	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
@@ -1834,12 +1850,11 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 			size_t len = m.from ? m.flen : m.tlen;
 			bool leaves = m.from ? m.isdir : m.to_isdir;
 			bool arrives = m.from ? m.to_isdir : m.isdir;
-			struct move out = { .from = k, .fname = name, .flen = len, .isdir = leaves,
-					    .fid = m.from ? m.fid : m.tfid };
-			struct move in = { .to = k, .tname = name, .tlen = len, .isdir = arrives,
-					   .fid = m.from ? m.tfid : m.fid };
+			struct move out = { .from = k, .from_id = id, .fname = name, .flen = len,
+					    .isdir = leaves, .fid = m.from ? m.fid : m.tfid };
+			struct move in = { .to = k, .to_id = id, .tname = name, .tlen = len,
+					   .isdir = arrives, .fid = m.from ? m.tfid : m.fid };
 			do_move(nx, &out);
-			in.to = kobj_find(fa, id);
 			do_move(nx, &in);
 			return used;
 		}
