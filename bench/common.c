@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <notifyx.h>
@@ -134,19 +135,33 @@ static void child_ready(double t0)
 	fflush(child_out);
 }
 
-/* One event seen: prints it or counts it; at STOP, says so and waits to be killed. */
+static bool child_stopped;
+
+/* One event seen: prints it or counts it; at STOP, says so at once. */
 static void child_event(const struct wopts *o, const char *path, unsigned long *count)
 {
+	if (child_stopped && !o->lines)
+		return;
 	++*count;
 	if (o->lines)
 		fprintf(child_out, "%s\n", path);
-	if (strcmp(path, "STOP") == 0) {
+	if (strcmp(path, "STOP") == 0 && !child_stopped) {
 		if (!o->lines)
 			fprintf(child_out, "end %lu\n", *count);
 		fflush(child_out);
-		for (;;)
-			pause();
+		child_stopped = true;
 	}
+}
+
+/* The end of one read: after STOP, the rest of the batch that held it is
+ * printed too (a scanning backend reports what one scan found in no
+ * particular order), then the watcher waits to be killed. */
+static void child_batch_done(const struct wopts *o)
+{
+	if (o->lines || child_stopped)
+		fflush(child_out);
+	while (child_stopped)
+		pause();
 }
 
 /* The raw reader: what a minimal C program does with inotify (nftw and one
@@ -230,8 +245,7 @@ static void raw_child(const struct wopts *o)
 			if (ev->mask & raw_mask & ~(o->recursive && !(o->events & B_CREATE) ? IN_CREATE : 0))
 				child_event(o, rel, &count);
 		}
-		if (o->lines)
-			fflush(child_out);
+		child_batch_done(o);
 	}
 	_exit(3);
 }
@@ -260,8 +274,7 @@ static void lib_child(const struct watcher *w, const struct wopts *o)
 		     ev = notifyx_event_next(ev))
 			if (ev->mask & events)
 				child_event(o, notifyx_event_path(ev), &count);
-		if (o->lines)
-			fflush(child_out);
+		child_batch_done(o);
 	}
 	fprintf(stderr, "%s: notifyx_read: %s\n", w->name, strerror(errno));
 	_exit(3);

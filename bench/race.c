@@ -73,6 +73,11 @@ int main(int argc, char **argv)
 				scan_line(l, seen, count);
 			if (!l)
 				fprintf(stderr, "race: %s: no STOP within 10 s\n", w[i].name);
+			/* A scan reports what it found in no particular order: the
+			 * rest of the batch that held STOP still counts (and so
+			 * does a late duplicate, for every watcher). */
+			while (l && (l = wp_line(&p, 0.3)))
+				scan_line(l, seen, count);
 			for (int k = 0; k < count; k++)
 				tot[i][seen[k] == 1 ? 0 : seen[k] == 0 ? 1 : 2]++;
 next:
