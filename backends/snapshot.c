@@ -1103,7 +1103,14 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 			goto fail;
 		}
 		c.v = &sw;
-		nx_snap_diff(&dw, 1, &s->cookie, emit_to, &c);
+		if (nx_snap_diff(&dw, 1, &s->cookie, emit_to, &c) < 0) {
+			/* Nothing was listed: the watch is not added. */
+			err = errno;
+			nx_snap_free(dw.old);
+			s->list = sw->next;
+			errno = err;
+			goto fail;
+		}
 		nx_snap_free(dw.old);
 	}
 	return 0;
@@ -1163,7 +1170,11 @@ static int check_root(struct notifyx *nx, struct nx_swatch *sw, const uint64_t *
 
 	if (sw->mnt_id && mnt && !bsearch(&sw->mnt_id, mnt, nmnt, sizeof(*mnt), cmp_u64))
 		return ROOT_UNMOUNTED;
-	if (fstat(sw->rootfd, &st) < 0 || st.st_nlink == 0)
+	/* fstat of an O_PATH descriptor fails only for want of memory: no
+	 * verdict, the next scan checks again. */
+	if (fstat(sw->rootfd, &st) < 0)
+		return ROOT_HERE;
+	if (st.st_nlink == 0)
 		return ROOT_GONE;
 	here = ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? lstat(w->abspath, &at) : stat(w->abspath, &at)) == 0 &&
 	       at.st_dev == st.st_dev && at.st_ino == st.st_ino;
@@ -1222,7 +1233,10 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		if (!t) {
 			if (errno == ENOMEM)
 				nx_lost(nx, sw->w);
-			continue; /* tried again at the next scan */
+			/* Tried again at the next scan, even where (dnotify) no
+			 * signal would ask for it. */
+			sw->dirty = true;
+			continue;
 		}
 		if (st == ROOT_GONE)
 			gone[ngone++] = sw;
@@ -1232,8 +1246,11 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 			      (sw->w->flags & NOTIFYX_WATCH_LIST ? NX_SDIFF_LIST : 0);
 		c.v[n++] = sw;
 	}
-	if (n)
-		nx_snap_diff(dw, n, &s->cookie, emit_to, &c);
+	if (n && nx_snap_diff(dw, n, &s->cookie, emit_to, &c) < 0) {
+		/* The new snapshots are kept: what changed before them is lost. */
+		for (size_t i = 0; i < n; i++)
+			nx_lost(nx, c.v[i]->w);
+	}
 	for (size_t i = 0; i < n; i++) {
 		nx_snap_free(dw[i].old);
 		c.v[i]->snap = dw[i].cur;
