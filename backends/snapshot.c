@@ -236,6 +236,21 @@ static void generation(struct reader *rd, const char *name, size_t len, struct n
 	close(fd);
 }
 
+/* Notes the first error that leaves part of the tree out, in the directory
+ * being read. */
+static void partial(struct reader *rd, int err)
+{
+	struct nx_sread *r = rd->r;
+
+	if (r->partial_err)
+		return;
+	r->partial_err = err;
+	if (rd->path_len < sizeof(r->partial_path))
+		memcpy(r->partial_path, rd->path, rd->path_len + 1);
+	else
+		r->partial_path[0] = '\0';
+}
+
 static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 {
 	struct reader *rd = ctx;
@@ -245,8 +260,13 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 	(void)type;
 	rd->r->syscalls++;
 	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0) {
+		if (errno == ENOMEM)
+			return -1;
+		if (errno != ENOENT)
+			partial(rd, errno);
 		return 0; /* gone meanwhile, or unreadable: left out */
+	}
 	if (rd->dir->nkids == rd->dir->cap && reserve(rd->dir, 1) < 0)
 		return -1;
 	if (!(n = node_new(name, len)))
@@ -287,6 +307,16 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 	rd->dfd = dfd;
 	ret = nx_scan_dir(dfd, list_one, rd, &calls);
 	rd->r->syscalls += calls + 1; /* getdents64 calls, and close */
+	if (ret && errno != ENOMEM && errno != EMFILE && errno != ENFILE) {
+		/* Cannot be listed (an I/O error): kept without a listing. */
+		if (errno != ENOENT)
+			partial(rd, errno);
+		for (uint32_t i = 0; i < dir->nkids; i++)
+			nx_snap_free(dir->kids[i]);
+		dir->nkids = 0;
+		ret = 0;
+		goto out;
+	}
 	if (ret)
 		goto out;
 	dir->entered = true;
@@ -321,6 +351,8 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 				ret = read_dir(rd, k, fd, pk, root_dev);
 			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
 				ret = -1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+				partial(rd, errno);
 		}
 		if (ret)
 			break; /* r->failed_path keeps the directory that failed */
@@ -358,6 +390,8 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 		goto fail;
 	rd->r = r;
 	r->failed_path[0] = '\0';
+	r->partial_err = 0;
+	r->partial_path[0] = '\0';
 	rd->path[0] = '\0';
 	rd->path_len = 0;
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1059,6 +1093,14 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
 		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, err, r.failed_path,
 			strlen(r.failed_path), NULL, 0);
 		sw->failed = true;
+	} else if (t && r.partial_err) {
+		/* Part of the tree could not be read: said once too, and read
+		 * again at the next scan. */
+		if (!sw->failed)
+			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
+				strlen(r.partial_path), NULL, 0);
+		sw->failed = true;
+		sw->dirty = true;
 	} else if (t) {
 		sw->failed = false;
 	}
