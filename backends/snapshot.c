@@ -428,6 +428,7 @@ struct diff {
 	struct nx_snode **arr;   /* arrivals, parents first */
 	size_t narr, carr;
 	struct nx_snode *trash;  /* dropped subtrees, chained by hnext */
+	bool oom;                /* an arrival could not be recorded */
 	char p[2][2 * PATH_MAX];
 };
 
@@ -510,8 +511,11 @@ static void arrival_tree(struct diff *d, struct nx_snode *c)
 	if (d->narr == d->carr) {
 		size_t cap = d->carr ? 2 * d->carr : 64;
 		struct nx_snode **a = realloc(d->arr, cap * sizeof(*a));
-		if (!a)
-			return; /* out of memory: it cannot be matched, a CREATE tells */
+		if (!a) {
+			/* Out of memory: what the diff reports is incomplete. */
+			d->oom = true;
+			return;
+		}
 		d->arr = a;
 		d->carr = cap;
 	}
@@ -933,7 +937,7 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 		 void *ctx)
 {
 	struct diff *d = calloc(1, sizeof(*d));
-	bool progress;
+	bool progress, oom;
 
 	if (!d)
 		return -1;
@@ -977,7 +981,12 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 	}
 	nx_map_free(&d->ids);
 	free(d->arr);
+	oom = d->oom;
 	free(d);
+	if (oom) {
+		errno = ENOMEM;
+		return -1;
+	}
 	return 0;
 }
 
