@@ -313,7 +313,9 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 			partial(rd, errno);
 		for (uint32_t i = 0; i < dir->nkids; i++)
 			nx_snap_free(dir->kids[i]);
-		dir->nkids = 0;
+		free(dir->kids);
+		dir->kids = NULL;
+		dir->nkids = dir->cap = 0;
 		ret = 0;
 		goto out;
 	}
