@@ -1219,6 +1219,8 @@ static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uin
 		    nx_map_put(&fa->fsmarks, nx_fan_key(id, 8), fm) < 0) {
 			if (fm)
 				free(fm->path);
+			else
+				free(mp);
 			free(fm);
 			errno = ENOMEM;
 			goto fail;
@@ -1365,6 +1367,9 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	nx_map_free(&fa->outside); /* some of it is inside now */
 	if (w->flags & NOTIFYX_WATCH_LIST) {
 		fa->path[2][0] = '\0';
+		/* fw->fsmode stays set: the caller undoes the marks, and does not
+		 * fall back to inode marks, whose listing would repeat the one
+		 * already queued. */
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, true, true) < 0 || w->ended)
 			return -1;
 	}
@@ -2055,8 +2060,9 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 			fa->fsmode = 1;
 			return 0;
 		}
-		if (w->ended || (errno != EPERM && errno != EXDEV && errno != ENODEV &&
-				 errno != EINVAL && errno != EOPNOTSUPP))
+		if (w->ended || ((struct fwatch *)w->bdata)->fsmode ||
+		    (errno != EPERM && errno != EXDEV && errno != ENODEV && errno != EINVAL &&
+		     errno != EOPNOTSUPP))
 			goto fail;
 		/* No privilege, or a filesystem that cannot be marked whole
 		 * (pseudo filesystems): inode marks, as without CAP_SYS_ADMIN. */
