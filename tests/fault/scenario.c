@@ -158,8 +158,8 @@ static bool in_list(int e, const int *list)
 /* notifyx_open(3), notifyx_add_watch(3), notifyx_read(3): ERRORS, as far as
  * a fault can cause them. */
 static const int open_errs[] = { EMFILE, ENFILE, ENOMEM, ENOSYS, EPERM, 0 };
-static const int add_errs[] = { EACCES, ELOOP, EMFILE, ENAMETOOLONG, ENFILE, ENODEV, ENOENT,
-				ENOMEM, ENOSPC, ENOTDIR, 0 };
+static const int add_errs[] = { EACCES, EIO, ELOOP, EMFILE, ENAMETOOLONG, ENFILE, ENODEV,
+				ENOENT, ENOMEM, ENOSPC, ENOTDIR, 0 };
 static const int read_errs[] = { EAGAIN, EINTR, ENOMEM, 0 };
 
 /* ---- the mirror: what the events say the tree holds ---- */
