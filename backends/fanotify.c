@@ -513,7 +513,13 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 		fd = open(fa->path[3], O_PATH | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
-	if (fd_id(fd, id, &len) == 0 && len == k->idlen && !memcmp(id, k->id, len))
+	if (fd_id(fd, id, &len) < 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (len == k->idlen && !memcmp(id, k->id, len))
 		return fd;
 	close(fd);
 	errno = ESTALE;
@@ -851,8 +857,9 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	if (fs_mode(w) && !report)
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		/* Events not read yet moved n: try again once they are. */
-		if (retry)
+		/* Events not read yet moved n: try again once they are.  Any
+		 * other failure (descriptors, memory, I/O) loses the listing. */
+		if (retry && (errno == ENOENT || errno == ESTALE))
 			defer(nx, n, name, nlen, report);
 		else if (errno != ENOENT)
 			nx_lost(nx, w);
@@ -1114,8 +1121,12 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 				size_t len = entry_path(fa, node, l->name, l->name_len, 1);
 				if (len == SIZE_MAX || nx_excluded(nx, w, rel, rel + len - l->name_len) ||
 				    ((w->flags & NOTIFYX_WATCH_XDEV) &&
-				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev)) ||
-				    !(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev))) {
+					node = NULL;
+					break;
+				}
+				if (!(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+					nx_lost(nx, w); /* its events cannot be placed */
 					node = NULL;
 					break;
 				}
@@ -1123,6 +1134,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
 				detach(nx, c); /* the name held another directory */
 			if (!c->kref && attach(nx, c, l->fd, false) < 0) {
+				nx_lost(nx, w);
 				node = NULL;
 				break;
 			}
@@ -1425,8 +1437,10 @@ static struct nx_node *node_by_id(struct notifyx *nx, struct nx_node *parent, co
 		bury(nx, s);
 	if (!(k = kobj_find(fa, id)))
 		return node_by_id(nx, parent, name, len, id);
-	if (!(c = nx_node_add(&nx->paths, parent, name, len)))
+	if (!(c = nx_node_add(&nx->paths, parent, name, len))) {
+		nx_lost(nx, w); /* its events cannot be placed */
 		return NULL;
+	}
 	c->kref = k;
 	c->knext = k->subs;
 	k->subs = c;

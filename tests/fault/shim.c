@@ -150,7 +150,7 @@ static struct {
 	unsigned long counted, injected;
 	int last_errno;
 	enum kind last_kind;
-	uint64_t errno_set;      /* bit e: errno e was injected (e < 64) */
+	uint64_t errno_set[2];   /* bit e: errno e was injected (e < 128) */
 } st = { .report_fd = -1 };
 
 /* ---- live allocations of the library: an open-addressing pointer set ---- */
@@ -396,8 +396,8 @@ static int decide(enum kind k, const void *ra, int fd)
 	st.injected++;
 	st.last_errno = e;
 	st.last_kind = k;
-	if (e > 0 && e < 64)
-		st.errno_set |= (uint64_t)1 << e;
+	if (e > 0 && e < 128)
+		st.errno_set[e / 64] |= (uint64_t)1 << (e % 64);
 	report("inject n=%lu kind=%s%s%s%s errno=%s site=%#lx\n", st.counted, kinds[k].name,
 	       sub ? "(" : "", sub ? sub : "", sub ? ")" : "", errno_name(e),
 	       (unsigned long)((uintptr_t)ra - 1 - st.base));
@@ -414,7 +414,7 @@ EXPORT unsigned long fault_injected(void) { return st.injected; }
 EXPORT int fault_last_errno(void) { return st.last_errno; }
 EXPORT unsigned long fault_live(void) { return live_count; }
 EXPORT unsigned long fault_counted(void) { return st.counted; }
-EXPORT int fault_errno_injected(int e) { return e > 0 && e < 64 && (st.errno_set >> e & 1); }
+EXPORT int fault_errno_injected(int e) { return e > 0 && e < 128 && (st.errno_set[e / 64] >> (e % 64) & 1); }
 EXPORT const char *fault_last_kind(void) { return st.injected ? kinds[st.last_kind].name : NULL; }
 
 /* ---- allocation ---- */
