@@ -515,7 +515,13 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 		fd = open(fa->path[3], O_PATH | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
-	if (fd_id(fd, id, &len) == 0 && len == k->idlen && !memcmp(id, k->id, len))
+	if (fd_id(fd, id, &len) < 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (len == k->idlen && !memcmp(id, k->id, len))
 		return fd;
 	close(fd);
 	errno = ESTALE;
@@ -854,8 +860,9 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	if (fs_mode(w) && !report)
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		/* Events not read yet moved n: try again once they are. */
-		if (retry)
+		/* Events not read yet moved n: try again once they are.  Any
+		 * other failure (descriptors, memory, I/O) loses the listing. */
+		if (retry && (errno == ENOENT || errno == ESTALE))
 			defer(nx, n, name, nlen, report);
 		else if (errno != ENOENT)
 			nx_lost(nx, w);
@@ -1118,8 +1125,12 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 				size_t len = entry_path(fa, node, l->name, l->name_len, 1);
 				if (len == SIZE_MAX || nx_excluded(nx, w, rel, rel + len - l->name_len) ||
 				    ((w->flags & NOTIFYX_WATCH_XDEV) &&
-				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev)) ||
-				    !(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev))) {
+					node = NULL;
+					break;
+				}
+				if (!(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+					nx_lost(nx, w); /* its events cannot be placed */
 					node = NULL;
 					break;
 				}
@@ -1127,6 +1138,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
 				detach(nx, c); /* the name held another directory */
 			if (!c->kref && attach(nx, c, l->fd, false) < 0) {
+				nx_lost(nx, w);
 				node = NULL;
 				break;
 			}
@@ -1223,6 +1235,8 @@ static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uin
 		    nx_map_put(&fa->fsmarks, nx_fan_key(id, 8), fm) < 0) {
 			if (fm)
 				free(fm->path);
+			else
+				free(mp);
 			free(fm);
 			errno = ENOMEM;
 			goto fail;
@@ -1369,6 +1383,9 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	nx_map_free(&fa->outside); /* some of it is inside now */
 	if (w->flags & NOTIFYX_WATCH_LIST) {
 		fa->path[2][0] = '\0';
+		/* fw->fsmode stays set: the caller undoes the marks, and does not
+		 * fall back to inode marks, whose listing would repeat the one
+		 * already queued. */
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, true, true) < 0 || w->ended)
 			return -1;
 	}
@@ -1424,8 +1441,10 @@ static struct nx_node *node_by_id(struct notifyx *nx, struct nx_node *parent, co
 		bury(nx, s);
 	if (!(k = kobj_find(fa, id)))
 		return node_by_id(nx, parent, name, len, id);
-	if (!(c = nx_node_add(&nx->paths, parent, name, len)))
+	if (!(c = nx_node_add(&nx->paths, parent, name, len))) {
+		nx_lost(nx, w); /* its events cannot be placed */
 		return NULL;
+	}
 	c->kref = k;
 	c->knext = k->subs;
 	k->subs = c;
@@ -2179,8 +2198,9 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 			fa->fsmode = 1;
 			return 0;
 		}
-		if (w->ended || (errno != EPERM && errno != EXDEV && errno != ENODEV &&
-				 errno != EINVAL && errno != EOPNOTSUPP))
+		if (w->ended || ((struct fwatch *)w->bdata)->fsmode ||
+		    (errno != EPERM && errno != EXDEV && errno != ENODEV && errno != EINVAL &&
+		     errno != EOPNOTSUPP))
 			goto fail;
 		/* No privilege, or a filesystem that cannot be marked whole
 		 * (pseudo filesystems): inode marks, as without CAP_SYS_ADMIN. */

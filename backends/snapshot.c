@@ -236,6 +236,21 @@ static void generation(struct reader *rd, const char *name, size_t len, struct n
 	close(fd);
 }
 
+/* Notes the first error that leaves part of the tree out, in the directory
+ * being read. */
+static void partial(struct reader *rd, int err)
+{
+	struct nx_sread *r = rd->r;
+
+	if (r->partial_err)
+		return;
+	r->partial_err = err;
+	if (rd->path_len < sizeof(r->partial_path))
+		memcpy(r->partial_path, rd->path, rd->path_len + 1);
+	else
+		r->partial_path[0] = '\0';
+}
+
 static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 {
 	struct reader *rd = ctx;
@@ -245,8 +260,13 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 	(void)type;
 	rd->r->syscalls++;
 	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0) {
+		if (errno == ENOMEM)
+			return -1;
+		if (errno != ENOENT)
+			partial(rd, errno);
 		return 0; /* gone meanwhile, or unreadable: left out */
+	}
 	if (rd->dir->nkids == rd->dir->cap && reserve(rd->dir, 1) < 0)
 		return -1;
 	if (!(n = node_new(name, len)))
@@ -287,6 +307,18 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 	rd->dfd = dfd;
 	ret = nx_scan_dir(dfd, list_one, rd, &calls);
 	rd->r->syscalls += calls + 1; /* getdents64 calls, and close */
+	if (ret && errno != ENOMEM && errno != EMFILE && errno != ENFILE) {
+		/* Cannot be listed (an I/O error): kept without a listing. */
+		if (errno != ENOENT)
+			partial(rd, errno);
+		for (uint32_t i = 0; i < dir->nkids; i++)
+			nx_snap_free(dir->kids[i]);
+		free(dir->kids);
+		dir->kids = NULL;
+		dir->nkids = dir->cap = 0;
+		ret = 0;
+		goto out;
+	}
 	if (ret)
 		goto out;
 	dir->entered = true;
@@ -321,6 +353,8 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 				ret = read_dir(rd, k, fd, pk, root_dev);
 			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
 				ret = -1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+				partial(rd, errno);
 		}
 		if (ret)
 			break; /* r->failed_path keeps the directory that failed */
@@ -358,6 +392,8 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 		goto fail;
 	rd->r = r;
 	r->failed_path[0] = '\0';
+	r->partial_err = 0;
+	r->partial_path[0] = '\0';
 	rd->path[0] = '\0';
 	rd->path_len = 0;
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -394,6 +430,7 @@ struct diff {
 	struct nx_snode **arr;   /* arrivals, parents first */
 	size_t narr, carr;
 	struct nx_snode *trash;  /* dropped subtrees, chained by hnext */
+	bool oom;                /* an arrival could not be recorded */
 	char p[2][2 * PATH_MAX];
 };
 
@@ -476,8 +513,11 @@ static void arrival_tree(struct diff *d, struct nx_snode *c)
 	if (d->narr == d->carr) {
 		size_t cap = d->carr ? 2 * d->carr : 64;
 		struct nx_snode **a = realloc(d->arr, cap * sizeof(*a));
-		if (!a)
-			return; /* out of memory: it cannot be matched, a CREATE tells */
+		if (!a) {
+			/* Out of memory: what the diff reports is incomplete. */
+			d->oom = true;
+			return;
+		}
 		d->arr = a;
 		d->carr = cap;
 	}
@@ -899,7 +939,7 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 		 void *ctx)
 {
 	struct diff *d = calloc(1, sizeof(*d));
-	bool progress;
+	bool progress, oom;
 
 	if (!d)
 		return -1;
@@ -943,7 +983,12 @@ int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_
 	}
 	nx_map_free(&d->ids);
 	free(d->arr);
+	oom = d->oom;
 	free(d);
+	if (oom) {
+		errno = ENOMEM;
+		return -1;
+	}
 	return 0;
 }
 
@@ -1059,6 +1104,14 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
 		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, err, r.failed_path,
 			strlen(r.failed_path), NULL, 0);
 		sw->failed = true;
+	} else if (t && r.partial_err) {
+		/* Part of the tree could not be read: said once too, and read
+		 * again at the next scan. */
+		if (!sw->failed)
+			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
+				strlen(r.partial_path), NULL, 0);
+		sw->failed = true;
+		sw->dirty = true;
 	} else if (t) {
 		sw->failed = false;
 	}
@@ -1103,7 +1156,14 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 			goto fail;
 		}
 		c.v = &sw;
-		nx_snap_diff(&dw, 1, &s->cookie, emit_to, &c);
+		if (nx_snap_diff(&dw, 1, &s->cookie, emit_to, &c) < 0) {
+			/* Nothing was listed: the watch is not added. */
+			err = errno;
+			nx_snap_free(dw.old);
+			s->list = sw->next;
+			errno = err;
+			goto fail;
+		}
 		nx_snap_free(dw.old);
 	}
 	return 0;
@@ -1163,7 +1223,11 @@ static int check_root(struct notifyx *nx, struct nx_swatch *sw, const uint64_t *
 
 	if (sw->mnt_id && mnt && !bsearch(&sw->mnt_id, mnt, nmnt, sizeof(*mnt), cmp_u64))
 		return ROOT_UNMOUNTED;
-	if (fstat(sw->rootfd, &st) < 0 || st.st_nlink == 0)
+	/* fstat of an O_PATH descriptor fails only for want of memory: no
+	 * verdict, the next scan checks again. */
+	if (fstat(sw->rootfd, &st) < 0)
+		return ROOT_HERE;
+	if (st.st_nlink == 0)
 		return ROOT_GONE;
 	here = ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? lstat(w->abspath, &at) : stat(w->abspath, &at)) == 0 &&
 	       at.st_dev == st.st_dev && at.st_ino == st.st_ino;
@@ -1222,7 +1286,10 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		if (!t) {
 			if (errno == ENOMEM)
 				nx_lost(nx, sw->w);
-			continue; /* tried again at the next scan */
+			/* Tried again at the next scan, even where (dnotify) no
+			 * signal would ask for it. */
+			sw->dirty = true;
+			continue;
 		}
 		if (st == ROOT_GONE)
 			gone[ngone++] = sw;
@@ -1232,8 +1299,11 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 			      (sw->w->flags & NOTIFYX_WATCH_LIST ? NX_SDIFF_LIST : 0);
 		c.v[n++] = sw;
 	}
-	if (n)
-		nx_snap_diff(dw, n, &s->cookie, emit_to, &c);
+	if (n && nx_snap_diff(dw, n, &s->cookie, emit_to, &c) < 0) {
+		/* The new snapshots are kept: what changed before them is lost. */
+		for (size_t i = 0; i < n; i++)
+			nx_lost(nx, c.v[i]->w);
+	}
 	for (size_t i = 0; i < n; i++) {
 		nx_snap_free(dw[i].old);
 		c.v[i]->snap = dw[i].cur;

@@ -73,14 +73,19 @@ struct nx_sread {
 	/* After a failure: the directory (relative path) where it happened,
 	 * or "" for the root, or when it would not fit. */
 	char failed_path[256];
+	/* After a read that worked: the first error that left part of the tree
+	 * out (0: none), and the directory where it happened, as above. */
+	int partial_err;
+	char partial_path[256];
 };
 
 /* Reads the tree at fd (any descriptor of the root, O_PATH included).  The
  * root is a directory (listed, and entered below when recursive) or any
  * other file (no listing).  Returns NULL with errno on failure; entries that
  * vanish while being read are left out, directories that cannot be opened
- * are kept without a listing, except for EMFILE, ENFILE and ENOMEM, which
- * fail the read. */
+ * or listed are kept without a listing, entries that cannot be stat'ed are
+ * left out (both noted in partial_err), except for EMFILE, ENFILE and
+ * ENOMEM, which fail the read. */
 struct nx_snode *nx_snap_read(int fd, struct nx_sread *r);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);

@@ -272,6 +272,8 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, nx->ops->event_flags, 0, 0, "",
 			  0, NULL, 0))
 		w->overflowed = true;
+	/* No memory for the OVERFLOW either: it goes before the next event. */
+	w->lost = !w->overflowed;
 }
 
 void nx_lost_all(struct notifyx *nx)
@@ -332,6 +334,11 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 		return false;
 	}
 	flags |= nx->ops->event_flags;
+	if (w->lost) {
+		nx_lost(nx, w);
+		if (w->lost)
+			return false;
+	}
 	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
 		nx_lost(nx, w);
 		return false;

@@ -124,6 +124,7 @@ struct nx_watch {
 	uint32_t flags;     /* NOTIFYX_WATCH_* */
 	uint32_t nexclude;  /* exclude patterns that apply: the first nexclude of the handle */
 	bool overflowed;    /* the last event queued for this watch was an OVERFLOW */
+	bool lost;          /* a loss whose OVERFLOW could not be queued (no memory) yet */
 	bool ended;         /* IGNORED is queued: no more events, rm_watch is EINVAL */
 	bool staging;       /* being set up: events go to the handle's stage queue */
 	dev_t dev;          /* device of the root, for XDEV */

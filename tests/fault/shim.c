@@ -13,7 +13,7 @@
  *   FAULT_N=n        fail the nth counted call (1-based); unset or 0: count only
  *   FAULT_COUNT=k    fail k consecutive counted calls from the nth (default 1)
  *   FAULT_KINDS=a,b  count only these kinds; "alloc" names malloc, calloc,
- *                    realloc, strdup and getcwd; default: every kind
+ *                    realloc, strdup, strndup and getcwd; default: every kind
  *   FAULT_ERRNO=E or FAULT_ERRNO=kind=E,kind=E
  *                    the errno of an injected failure, instead of the default
  *                    of each kind (see kinds[] below)
@@ -51,7 +51,10 @@
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -72,6 +75,8 @@ enum kind {
 	K_EPOLL_CREATE1, K_EPOLL_CTL, K_EPOLL_WAIT,
 	K_EVENTFD, K_TIMERFD_CREATE, K_TIMERFD_SETTIME,
 	K_FANOTIFY_INIT, K_FANOTIFY_MARK,
+	K_STRNDUP, K_STATX, K_FSTATFS, K_FCNTL, K_IOCTL, K_PIPE2, K_SIGACTION,
+	K_NAME_TO_HANDLE_AT, K_OPEN_BY_HANDLE_AT, K_READLINK,
 	K_COUNT
 };
 
@@ -104,6 +109,19 @@ static struct {
 	[K_TIMERFD_SETTIME] = { "timerfd_settime", EINVAL, false },
 	[K_FANOTIFY_INIT] = { "fanotify_init", EMFILE, false },
 	[K_FANOTIFY_MARK] = { "fanotify_mark", ENOSPC, false },
+	[K_STRNDUP] = { "strndup", ENOMEM, true },
+	[K_STATX] = { "statx", ENOMEM, false },
+	[K_FSTATFS] = { "fstatfs", EIO, false },
+	/* F_NOTIFY, F_SETSIG, F_SETPIPE_SZ, F_GETPIPE_SZ: what F_NOTIFY gives
+	 * when the kernel has no memory for the mark */
+	[K_FCNTL] = { "fcntl", ENOMEM, false },
+	[K_IOCTL] = { "ioctl", ENOTTY, false },
+	[K_PIPE2] = { "pipe2", EMFILE, false },
+	[K_SIGACTION] = { "sigaction", EINVAL, false },
+	[K_NAME_TO_HANDLE_AT] = { "name_to_handle_at", EOPNOTSUPP, false },
+	[K_OPEN_BY_HANDLE_AT] = { "open_by_handle_at", ESTALE, false },
+	/* readlink and readlinkat */
+	[K_READLINK] = { "readlink", ENOMEM, false },
 };
 
 static const struct {
@@ -115,6 +133,8 @@ static const struct {
 	{ "EPERM", EPERM }, { "EINVAL", EINVAL }, { "ENOENT", ENOENT }, { "ENOTDIR", ENOTDIR },
 	{ "ELOOP", ELOOP }, { "EBADF", EBADF }, { "ENODEV", ENODEV }, { "ENOSYS", ENOSYS },
 	{ "ENAMETOOLONG", ENAMETOOLONG }, { "EOVERFLOW", EOVERFLOW },
+	{ "EBUSY", EBUSY }, { "ENOTTY", ENOTTY }, { "EOPNOTSUPP", EOPNOTSUPP },
+	{ "ESTALE", ESTALE },
 };
 
 static struct {
@@ -130,7 +150,7 @@ static struct {
 	unsigned long counted, injected;
 	int last_errno;
 	enum kind last_kind;
-	uint64_t errno_set;      /* bit e: errno e was injected (e < 64) */
+	uint64_t errno_set[2];   /* bit e: errno e was injected (e < 128) */
 } st = { .report_fd = -1 };
 
 /* ---- live allocations of the library: an open-addressing pointer set ---- */
@@ -346,6 +366,10 @@ static const char *fd_kind(int fd)
 		return "eventfd";
 	if (strstr(target, "timerfd"))
 		return "timerfd";
+	if (strstr(target, "fanotify"))
+		return "fanotify";
+	if (!strncmp(target, "pipe:", 5))
+		return "pipe";
 	return "other";
 }
 
@@ -363,16 +387,17 @@ static int decide(enum kind k, const void *ra, int fd)
 	e = st.errno_of[k];
 	if (k == K_READ || k == K_WRITE) {
 		sub = fd_kind(fd);
-		if (!e && k == K_READ && strcmp(sub, "inotify"))
-			e = EAGAIN; /* what an eventfd or timerfd read can give */
+		if (!e && k == K_READ && strcmp(sub, "inotify") && strcmp(sub, "fanotify") &&
+		    strcmp(sub, "other"))
+			e = EAGAIN; /* what an eventfd, timerfd or pipe read can give */
 	}
 	if (!e)
 		e = kinds[k].def_errno;
 	st.injected++;
 	st.last_errno = e;
 	st.last_kind = k;
-	if (e > 0 && e < 64)
-		st.errno_set |= (uint64_t)1 << e;
+	if (e > 0 && e < 128)
+		st.errno_set[e / 64] |= (uint64_t)1 << (e % 64);
 	report("inject n=%lu kind=%s%s%s%s errno=%s site=%#lx\n", st.counted, kinds[k].name,
 	       sub ? "(" : "", sub ? sub : "", sub ? ")" : "", errno_name(e),
 	       (unsigned long)((uintptr_t)ra - 1 - st.base));
@@ -389,7 +414,7 @@ EXPORT unsigned long fault_injected(void) { return st.injected; }
 EXPORT int fault_last_errno(void) { return st.last_errno; }
 EXPORT unsigned long fault_live(void) { return live_count; }
 EXPORT unsigned long fault_counted(void) { return st.counted; }
-EXPORT int fault_errno_injected(int e) { return e > 0 && e < 64 && (st.errno_set >> e & 1); }
+EXPORT int fault_errno_injected(int e) { return e > 0 && e < 128 && (st.errno_set[e / 64] >> (e % 64) & 1); }
 EXPORT const char *fault_last_kind(void) { return st.injected ? kinds[st.last_kind].name : NULL; }
 
 /* ---- allocation ---- */
@@ -464,6 +489,26 @@ EXPORT char *strdup(const char *s)
 	}
 	if ((p = __libc_malloc(len))) {
 		memcpy(p, s, len);
+		if (st.ready && from_library(ra))
+			live_add(p);
+	}
+	return p;
+}
+
+EXPORT char *strndup(const char *s, size_t n)
+{
+	const void *ra = RA;
+	int e = decide(K_STRNDUP, ra, -1);
+	size_t len = strnlen(s, n);
+	char *p;
+
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	if ((p = __libc_malloc(len + 1))) {
+		memcpy(p, s, len);
+		p[len] = '\0';
 		if (st.ready && from_library(ra))
 			live_add(p);
 	}
@@ -674,4 +719,103 @@ EXPORT int timerfd_settime(int fd, int flags, const struct itimerspec *nv, struc
 	NEXT(int, "timerfd_settime", (int, int, const struct itimerspec *, struct itimerspec *));
 	FAIL_IF(K_TIMERFD_SETTIME, fd, -1);
 	return real(fd, flags, nv, old);
+}
+
+EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned int mask,
+		 struct statx *restrict sx)
+{
+	NEXT(int, "statx", (int, const char *, int, unsigned int, struct statx *));
+	FAIL_IF(K_STATX, dirfd, -1);
+	return real(dirfd, path, flags, mask, sx);
+}
+
+EXPORT int fstatfs(int fd, struct statfs *sb)
+{
+	NEXT(int, "fstatfs", (int, struct statfs *));
+	FAIL_IF(K_FSTATFS, fd, -1);
+	return real(fd, sb);
+}
+
+/* fcntl and ioctl take one optional argument, an integer or a pointer:
+ * passed on as a pointer-sized word, as the x86-64 and i386 ABIs allow. */
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	NEXT(int, "fcntl", (int, int, ...));
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	FAIL_IF(K_FCNTL, fd, -1);
+	return real(fd, cmd, arg);
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	NEXT(int, "fcntl64", (int, int, ...));
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	FAIL_IF(K_FCNTL, fd, -1);
+	return real(fd, cmd, arg);
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	NEXT(int, "ioctl", (int, unsigned long, ...));
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	FAIL_IF(K_IOCTL, fd, -1);
+	return real(fd, req, arg);
+}
+
+EXPORT int pipe2(int fds[2], int flags)
+{
+	NEXT(int, "pipe2", (int *, int));
+	FAIL_IF(K_PIPE2, -1, -1);
+	return real(fds, flags);
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old)
+{
+	NEXT(int, "sigaction", (int, const struct sigaction *, struct sigaction *));
+	FAIL_IF(K_SIGACTION, -1, -1);
+	return real(sig, sa, old);
+}
+
+EXPORT int name_to_handle_at(int dirfd, const char *path, struct file_handle *h, int *mnt,
+			     int flags)
+{
+	NEXT(int, "name_to_handle_at", (int, const char *, struct file_handle *, int *, int));
+	FAIL_IF(K_NAME_TO_HANDLE_AT, dirfd, -1);
+	return real(dirfd, path, h, mnt, flags);
+}
+
+EXPORT int open_by_handle_at(int mfd, struct file_handle *h, int flags)
+{
+	NEXT(int, "open_by_handle_at", (int, struct file_handle *, int));
+	FAIL_IF(K_OPEN_BY_HANDLE_AT, mfd, -1);
+	return real(mfd, h, flags);
+}
+
+EXPORT ssize_t readlink(const char *restrict path, char *restrict buf, size_t len)
+{
+	NEXT(ssize_t, "readlink", (const char *, char *, size_t));
+	FAIL_IF(K_READLINK, -1, -1);
+	return real(path, buf, len);
+}
+
+EXPORT ssize_t readlinkat(int dirfd, const char *restrict path, char *restrict buf, size_t len)
+{
+	NEXT(ssize_t, "readlinkat", (int, const char *, char *, size_t));
+	FAIL_IF(K_READLINK, dirfd, -1);
+	return real(dirfd, path, buf, len);
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Fault-injection sweep: runs tests/fault/scenario under the shim
+# Fault-injection sweep of one backend (argv[1]: inotify, fanotify, dnotify
+# or poll; default inotify): runs tests/fault/scenario under the shim
 # (tests/fault/libfaultshim.so) with FAULT_N = 1, 2, ... until a run counts
 # fewer calls than N, for each errno profile below, and prints one line per
 # run: N, the kind of call that failed, its site in the library (addr2line),
@@ -21,7 +22,7 @@
 #   SWEEP_MAX_N      safety bound on N (default 2000)
 #   SWEEP_VERBOSE=1  print the scenario's messages for every run, not only failures
 # Exit status: 0 when every run passed, 1 otherwise, 77 when the shim or the
-# scenario is not built or inotify is unavailable.
+# scenario is not built or the backend cannot start here.
 
 top_builddir=${top_builddir:-.}
 shim=$top_builddir/tests/fault/.libs/libfaultshim.so
@@ -34,10 +35,10 @@ if [ ! -f "$shim" ] || [ ! -x "$scenario" ]; then
 	echo "SKIP: $shim or $scenario not built (make check builds them)"
 	exit 77
 fi
-if [ ! -d /proc/sys/fs/inotify ]; then
-	echo "SKIP: no inotify here"
-	exit 77
-fi
+backend=${1:-inotify}
+# The scenario says why the backend cannot start (exit 77), or 2 when the
+# name is not a backend's.
+"$scenario" "$backend" probe || exit $?
 
 # name | FAULT_KINDS | FAULT_ERRNO | FAULT_COUNT
 # default: every kind, with the errno each has by default in shim.c (ENOMEM
@@ -49,11 +50,51 @@ fi
 # double: two consecutive calls fail (a failure while handling a failure)
 # Not write: the library writes only to its eventfd, 1 onto a counter at 0,
 #   which cannot fail.
-profiles='default|malloc,calloc,realloc,strdup,getcwd,open,read,getdents64,stat,lstat,fstat,fstatat,inotify_init1,inotify_add_watch,inotify_rm_watch,epoll_create1,epoll_ctl,epoll_wait,eventfd,timerfd_create,timerfd_settime||1
+# The kinds each backend's library code calls (backends/*.c, libnotifyx/).
+core=malloc,calloc,realloc,strdup,strndup,getcwd,open,read,stat,lstat,fstat,fstatat,epoll_create1,epoll_ctl,epoll_wait,eventfd,timerfd_create,timerfd_settime
+case $backend in
+inotify)
+	kinds=$core,getdents64,inotify_init1,inotify_add_watch,inotify_rm_watch
+	io=open=EACCES,getdents64=EIO,inotify_add_watch=EACCES,stat=EACCES,lstat=EACCES,fstat=EIO
+	iokinds=open,getdents64,inotify_add_watch,stat,lstat,fstat
+	run=all ;;
+fanotify)
+	kinds=$core,getdents64,fanotify_init,fanotify_mark,statx,fstatfs,name_to_handle_at,open_by_handle_at,readlink
+	io=open=EACCES,fanotify_mark=EACCES,stat=EACCES,lstat=EACCES,fstat=EIO,statx=EACCES,fstatfs=EIO,name_to_handle_at=EIO,open_by_handle_at=EACCES,readlink=EACCES
+	iokinds=open,fanotify_mark,stat,lstat,fstat,statx,fstatfs,name_to_handle_at,open_by_handle_at,readlink
+	# About 7 times as many counted calls as inotify: no "double" profile.
+	run='default eintr eagain io' ;;
+dnotify)
+	kinds=$core,getdents64,statx,fcntl,ioctl,pipe2,sigaction
+	io=open=EACCES,getdents64=EIO,stat=EACCES,lstat=EACCES,fstat=EIO,statx=EACCES
+	iokinds=open,getdents64,stat,lstat,fstat,statx
+	run=all ;;
+poll)
+	kinds=$core,getdents64,statx,ioctl
+	io=open=EACCES,getdents64=EIO,stat=EACCES,lstat=EACCES,fstat=EIO,statx=EACCES
+	iokinds=open,getdents64,stat,lstat,fstat,statx
+	run=all ;;
+esac
+[ "$run" = all ] || SWEEP_PROFILES=${SWEEP_PROFILES:-$run}
+
+# name | FAULT_KINDS | FAULT_ERRNO | FAULT_COUNT
+# default: every kind, with the errno each has by default in shim.c (ENOMEM
+#   for allocations, EMFILE for calls that make descriptors, ENOSPC for
+#   inotify_add_watch and fanotify_mark, EIO for reads of the inotify and
+#   fanotify descriptors, EAGAIN for reads and writes of the eventfd, timerfd
+#   and pipe, ...)
+# eintr, eagain: the kernel reads interrupted or finding nothing
+# io: errors that concern one directory rather than a resource
+# double: two consecutive calls fail (a failure while handling a failure)
+# Not write: the library writes only to its eventfd, 1 onto a counter at 0,
+#   which cannot fail, and (dnotify) to its pipe from a signal handler, where
+#   a failure is the overflow the backend handles, and where the shim is not
+#   async-signal-safe.
+profiles="default|$kinds||1
 eintr|read|EINTR|1
 eagain|read|EAGAIN|1
-io|open,getdents64,inotify_add_watch,stat,lstat,fstat|open=EACCES,getdents64=EIO,inotify_add_watch=EACCES,stat=EACCES,lstat=EACCES,fstat=EIO|1
-double|malloc,calloc,realloc,strdup,getcwd,open,read,getdents64,stat,lstat,fstat,fstatat,inotify_init1,inotify_add_watch,inotify_rm_watch,epoll_create1,epoll_ctl,epoll_wait,eventfd,timerfd_create,timerfd_settime||2'
+io|$iokinds|$io|1
+double|$kinds||2"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nxsweep.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -84,7 +125,7 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 	if [ -n "${SWEEP_PROFILES:-}" ]; then
 		case " $SWEEP_PROFILES " in *" $name "*) ;; *) continue ;; esac
 	fi
-	echo "== profile $name: FAULT_KINDS=${kinds:-all} FAULT_ERRNO=${errs:-default} FAULT_COUNT=$count"
+	echo "== $backend profile $name: FAULT_KINDS=${kinds:-all} FAULT_ERRNO=${errs:-default} FAULT_COUNT=$count"
 	printf '%5s  %-28s %-8s %-44s %s\n' N kind errno site outcome
 	n=1
 	pok=0
@@ -92,7 +133,7 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 	while [ "$n" -le "$max_n" ]; do
 		rep=$tmp/report
 		: >"$rep"
-		set -- "$scenario"
+		set -- "$scenario" "$backend"
 		if [ "${SWEEP_VALGRIND:-0}" = 1 ]; then
 			# nouserintercepts: valgrind replaces libc's allocator only,
 			# so the shim's malloc and free stay in front of it.
@@ -151,9 +192,9 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 done
 
 echo
-echo "== $total runs, $bad failed"
+echo "== $backend: $total runs, $bad failed"
 if [ "$bad" -gt 0 ]; then
-	echo "Failures (reproduce: LD_PRELOAD=$shim FAULT_N=.. FAULT_COUNT=.. FAULT_KINDS=.. FAULT_ERRNO=.. $scenario):"
+	echo "Failures (reproduce: LD_PRELOAD=$shim FAULT_N=.. FAULT_COUNT=.. FAULT_KINDS=.. FAULT_ERRNO=.. $scenario $backend):"
 	cat "$failures"
 	exit 1
 fi
