@@ -5,12 +5,4 @@
 # yet pass every case reliably: run tests/fanotify-private-tmp.sh
 # tests/mirror-cases.sh fanotify by hand to see it (see the BUGS of notifyx(7)).
 here=$(dirname "$0")
-[ "$(id -u)" != 0 ] && exec "$here/mirror-cases.sh" fanotify
-if ! command -v setpriv >/dev/null 2>&1; then
-	echo "SKIP: setpriv (util-linux) is needed to drop privileges"
-	exit 77
-fi
-group=nogroup
-getent group nogroup >/dev/null 2>&1 || group=nobody
-exec setpriv --reuid=nobody --regid="$group" --clear-groups --inh-caps=-all \
-	env top_builddir="${top_builddir:-$(pwd)}" "$here/mirror-cases.sh" fanotify
+exec "$here/as-nobody.sh" "$here/mirror-cases.sh" fanotify
