@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/fanotify.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -64,6 +65,9 @@
 #endif
 
 #define READ_BUF (64 * 1024)
+/* What the read buffer can hold when the kernel queue is read ahead (see
+ * read_ahead): reserved, not used, until then. */
+#define READ_AHEAD_MAX (32 * 1024 * 1024)
 #define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 #define WALK_FD_DEPTH 128
 /* fsid (8) + struct file_handle header (8) + the handle (MAX_HANDLE_SZ). */
@@ -267,6 +271,12 @@ struct fwatch {
 	size_t nmarks;
 };
 
+/* A FAN_RENAME of a directory not handled yet: in buf at pos. */
+struct pending {
+	size_t pos;
+	uint64_t key;         /* the directory's */
+};
+
 struct fan {
 	int fd;
 	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
@@ -289,9 +299,19 @@ struct fan {
 	size_t vec_cap[2];
 	struct deferred *deferred;
 	size_t ndeferred, deferred_cap;
-	size_t len;
 	char path[4][PATH_MAX]; /* [0], [1]: event paths; [2]: a walk's; [3]: absolute */
-	_Alignas(8) char buf[READ_BUF];
+	/* Records read (mmap'd, READ_AHEAD_MAX reserved; READ_BUF at a time
+	 * unless read ahead).  Nothing moves while a record is handled. */
+	char *buf;
+	size_t len;
+	bool more;            /* the kernel may hold more after buf's last record */
+	bool ahead;           /* read ahead since buf was last empty */
+	bool unsure;          /* a directory move may be missing from pending */
+	/* With filesystem marks: the directory moves in buf not handled yet,
+	 * in order from pending[pend_start]; records before pos indexed are
+	 * indexed. */
+	struct pending *pending;
+	size_t npending, pend_start, pend_cap, indexed;
 };
 
 static struct fan *fan_of(const struct notifyx *nx)
@@ -760,6 +780,11 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
 	nx_map_put(&fa->listed, ((struct kobj *)n->kref)->key, (void *)1);
 	((struct kobj *)n->kref)->listed_at = fa->epoch;
+	/* Filesystem marks: placed by the listing, as inode marks place what
+	 * they list (the table is then ahead of the events not read yet, which
+	 * the moves' checks by identity allow for). */
+	if (fs_mode(w))
+		((struct kobj *)n->kref)->gen = fa->fsgen;
 	ret = nx_scan_dir(fd, walk_entry, &wk, NULL);
 	err = errno;
 	if (ret < 0) {
@@ -860,11 +885,15 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	if (fs_mode(w) && !report)
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		/* Events not read yet moved n: try again once they are.  Any
+		/* Events not read yet moved n (its path now ends nowhere, in a
+		 * file, or at another object): try again once they are read; if
+		 * it is still not there, events to come say where it went.  Any
 		 * other failure (descriptors, memory, I/O) loses the listing. */
-		if (retry && (errno == ENOENT || errno == ESTALE))
+		bool moved = errno == ENOENT || errno == ESTALE || errno == ENOTDIR ||
+			     errno == ELOOP;
+		if (moved && retry)
 			defer(nx, n, name, nlen, report);
-		else if (errno != ENOENT)
+		else if (!moved)
 			nx_lost(nx, w);
 		return;
 	}
@@ -881,6 +910,44 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0)
 		nx_lost(nx, w);
 	close(pfd);
+}
+
+static struct fsmark *fsmark_of(const struct fan *fa, const unsigned char *fsid);
+static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
+		       size_t idlen);
+
+/* Filesystem marks: directory id moved in at n/name and is listed.  It is
+ * found by its identifier, since events not read yet may have moved it, and
+ * listed as it is now, under the name the event gives. */
+static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+			  const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct fsmark *fm = id && id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
+	struct nx_watch *w = n->watch;
+	struct nx_node *c;
+	size_t len;
+	int fd;
+
+	if (!fm) {
+		add_subdir(nx, n, name, nlen, true, true);
+		return;
+	}
+	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
+		return;
+	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
+		if (errno != ESTALE) /* else gone, as events to come say */
+			nx_lost(nx, w);
+		return;
+	}
+	len = entry_path(fa, n, name, nlen, 2);
+	if (len == SIZE_MAX)
+		emit_error(nx, w, name, ENAMETOOLONG);
+	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
+		nx_lost(nx, w);
+	else if (walk(nx, c, fd, ".", fa->path[2], len, 0, true, false) < 0)
+		nx_lost(nx, w);
+	close(fd);
 }
 
 static void retry_deferred(struct notifyx *nx)
@@ -912,6 +979,101 @@ static void dry_point(struct notifyx *nx)
 		retry_deferred(nx);
 	if (!fa->suppress.len)
 		free_graveyard(nx);
+}
+
+/* ---- reading the kernel queue ---- */
+
+/* Indexes the directory moves among the records read since the last call:
+ * resolve() looks for them (filesystem marks only). */
+static void index_moves(struct fan *fa)
+{
+	struct fanrec r;
+
+	if (!fa->nfswatches)
+		fa->indexed = fa->len;
+	while (fa->indexed < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, fa->indexed, &r);
+		if (!r.size) /* a length that cannot be trusted: see handle_records */
+			break;
+		if (ok && (r.mask & FAN_RENAME) && (r.mask & FAN_ONDIR) && r.fid.len &&
+		    r.odfid.len && r.oname.len) {
+			if (fa->npending == fa->pend_cap) {
+				size_t cap = fa->pend_cap ? 2 * fa->pend_cap : 64;
+				struct pending *v = realloc(fa->pending, cap * sizeof(*v));
+				if (!v) {
+					fa->unsure = true;
+					break;
+				}
+				fa->pending = v;
+				fa->pend_cap = cap;
+			}
+			fa->pending[fa->npending++] = (struct pending){ fa->indexed, r.fid.key };
+		}
+		fa->indexed += r.size;
+	}
+	fa->indexed = fa->len;
+}
+
+/* One read of the kernel queue into buf, after what it holds: the bytes
+ * read, 0 when there was nothing, -1 on error. */
+static ssize_t fan_read(struct fan *fa, size_t size)
+{
+	ssize_t n;
+
+	do
+		n = read(fa->fd, fa->buf + fa->len, size);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		n = 0;
+	if (n <= 0) {
+		fa->more = false;
+		return n;
+	}
+	fa->len += (size_t)n;
+	/* A read that filled its room: the kernel may hold more, such as the
+	 * second FAN_RENAME of an exchange. */
+	fa->more = size - (size_t)n < 4096;
+	index_moves(fa);
+	return n;
+}
+
+/* Reads the kernel queue dry into buf, behind the records not handled yet,
+ * so that the directory moves that followed the record being handled are
+ * known: false when it could not (buf full, an error). */
+static bool read_ahead(struct fan *fa)
+{
+	for (;;) {
+		ssize_t n;
+		if (READ_AHEAD_MAX - fa->len < READ_BUF)
+			return false;
+		if ((n = fan_read(fa, READ_BUF)) <= 0)
+			return n == 0 && !fa->unsure;
+		fa->ahead = true;
+	}
+}
+
+/* The records before pos were handled: they leave buf. */
+static void consume(struct fan *fa, size_t pos)
+{
+	size_t j = 0;
+
+	memmove(fa->buf, fa->buf + pos, fa->len - pos);
+	fa->len -= pos;
+	fa->indexed = fa->len;
+	for (size_t i = fa->pend_start; i < fa->npending; i++) {
+		if (fa->pending[i].pos >= pos) {
+			fa->pending[j] = fa->pending[i];
+			fa->pending[j++].pos -= pos;
+		}
+	}
+	fa->npending = j;
+	fa->pend_start = 0;
+	if (!fa->len) {
+		fa->unsure = false;
+		if (fa->ahead) /* give back what a read ahead used */
+			madvise(fa->buf, READ_AHEAD_MAX, MADV_DONTNEED);
+		fa->ahead = false;
+	}
 }
 
 /* ---- filesystem marks: directories found on demand ----
@@ -978,14 +1140,43 @@ struct link {
 
 #define RESOLVE_DEPTH (PATH_MAX / 2)
 
-/* The first FAN_RENAME not handled yet that moves directory id: where it was
- * when the event being handled happened.  NULL when none. */
-static bool pending_move(const struct fan *fa, const unsigned char *id, size_t idlen,
+/* The first FAN_RENAME not handled yet that moves directory id (key): where
+ * it was when the event being handled happened.  False when none. */
+static bool pending_move(struct fan *fa, const unsigned char *id, size_t idlen, uint64_t key,
 			 struct fanrec *out)
 {
-	for (size_t pos = fa->next; nx_fan_decode(fa->buf, fa->len, pos, out); pos += out->size)
-		if ((out->mask & FAN_RENAME) && (out->mask & FAN_ONDIR) && out->fid.len == idlen &&
-		    !memcmp(out->fid.data, id, idlen) && out->odfid.len && out->oname.len)
+	while (fa->pend_start < fa->npending && fa->pending[fa->pend_start].pos < fa->next)
+		fa->pend_start++;
+	for (size_t i = fa->pend_start; i < fa->npending; i++)
+		if (fa->pending[i].key == key &&
+		    nx_fan_decode(fa->buf, fa->len, fa->pending[i].pos, out) &&
+		    out->fid.len == idlen && !memcmp(out->fid.data, id, idlen))
+			return true;
+	return false;
+}
+
+/* True when one of the n directories of chain was moved by a record at pos
+ * from or after. */
+static bool moved_since(const struct fan *fa, size_t from, const struct link *chain, size_t n)
+{
+	for (size_t i = fa->npending; i-- > fa->pend_start && fa->pending[i].pos >= from;)
+		for (size_t j = 0; j < n; j++)
+			if (fa->pending[i].key == chain[j].key)
+				return true;
+	return false;
+}
+
+/* True when the directory of l is where the events read so far put it for
+ * the watches with filesystem marks: nothing above it needs to be known. */
+static bool anchored(const struct fan *fa, const struct link *l)
+{
+	struct fanid id = { l->id, l->idlen, l->key };
+	const struct kobj *k = kobj_find(fa, &id);
+
+	if (!k || k->gen != fa->fsgen)
+		return false;
+	for (const struct nx_node *s = k->subs; s; s = s->knext)
+		if (!s->dead && fs_mode(s->watch))
 			return true;
 	return false;
 }
@@ -1022,8 +1213,10 @@ static struct nx_node *node_in(const struct kobj *k, const struct nx_watch *w)
 }
 
 /* Goes up from directory chain[0] (open, its identifier set) to the top of
- * its filesystem, by ".." or, where a rename not handled yet moved a
- * directory, by where it was before.  Returns the number of links. */
+ * its filesystem, or to a directory anchored, as things were when the event
+ * being handled happened: by "..", or, where a move not handled yet moved a
+ * directory, by where it was before.  Returns the number of links; the fd
+ * of the last one is -1 when it was anchored by a move's record alone. */
 static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 {
 	struct fan *fa = fan_of(nx);
@@ -1036,24 +1229,35 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		struct stat st;
 		ssize_t len;
 		char *slash;
-		if (nx_map_get(&fa->outside, l->key))
+		if (nx_map_get(&fa->outside, l->key) || (n > 1 && anchored(fa, l)))
 			break;
+		if (pending_move(fa, l->id, l->idlen, l->key, &pr)) {
+			struct fsmark *fm = fsmark_of(fa, l->id);
+			if (pr.oname.len > NAME_MAX || pr.odfid.len > ID_MAX)
+				break;
+			memcpy(l->name, pr.oname.name, pr.oname.len);
+			l->name_len = pr.oname.len;
+			memcpy(up->id, pr.odfid.data, pr.odfid.len);
+			up->idlen = pr.odfid.len;
+			up->key = pr.odfid.key;
+			/* Known where it was: its place may be all that is left of it. */
+			up->fd = -1;
+			if (anchored(fa, up))
+				return n + 1;
+			if (!fm || (up->fd = open_handle(fa, fm, up->id, up->idlen)) < 0)
+				break;
+			n++;
+			continue;
+		}
 		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", l->fd);
 		len = readlink(kpath, path, PATH_MAX - 1);
 		if (len <= 1 || path[0] != '/' || fstat(l->fd, &st) < 0 || !st.st_nlink)
 			break; /* the top, or gone */
 		path[len] = '\0';
 		slash = strrchr(path, '/');
-		if (pending_move(fa, l->id, l->idlen, &pr) && pr.oname.len <= NAME_MAX) {
-			struct fsmark *fm = fsmark_of(fa, l->id);
-			memcpy(l->name, pr.oname.name, pr.oname.len);
-			l->name_len = pr.oname.len;
-			up->fd = fm ? open_handle(fa, fm, pr.odfid.data, pr.odfid.len) : -1;
-		} else {
-			l->name_len = strlen(slash + 1);
-			memcpy(l->name, slash + 1, l->name_len + 1);
-			up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		}
+		l->name_len = strlen(slash + 1);
+		memcpy(l->name, slash + 1, l->name_len + 1);
+		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up->fd < 0)
 			break;
 		/* Up across mount points too: a filesystem mounted in a tree. */
@@ -1068,49 +1272,89 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 	return n;
 }
 
-/* The kobj of directory id, found on demand for the watches that use
+static void close_chain(struct link *chain, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (chain[i].fd >= 0)
+			close(chain[i].fd);
+}
+
+#define CLIMB_TRIES 4
+
+/*
+ * The kobj of directory id, found on demand for the watches that use
  * filesystem marks (see above); the kobj already known, or NULL, when it is
- * outside them all or gone. */
+ * outside them all or gone.
+ *
+ * The directory is placed where it was when the event being handled
+ * happened, not where it is now: the kernel queue is read ahead first, so
+ * that every move since is known (climb() goes up through where each
+ * directory was before its first move not handled yet), and read again
+ * after the climb, which is done again if one of its directories moved
+ * meanwhile.  When that cannot be made sure of, the watches are told
+ * (OVERFLOW) rather than given wrong paths.
+ */
 static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 {
 	struct fan *fa = fan_of(nx);
 	struct fsmark *fm = id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
 	struct link *chain;
 	struct nx_watch *w;
-	size_t n, pos = 0;
-	bool inside = false;
+	size_t n = 0, pos = 0;
+	bool inside = false, sure;
 	int fd;
 
 	if (!fm || id->len > ID_MAX)
 		return kobj_find(fa, id);
-	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
-		/* Gone: a handle is never reused, nothing will be found there. */
-		if (errno == ESTALE)
-			nx_map_put(&fa->outside, id->key, (void *)1);
+	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain))))
 		return kobj_find(fa, id);
+	sure = read_ahead(fa);
+	for (int tries = 0;; tries++) {
+		size_t seen = fa->len;
+		if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
+			/* Gone: a handle is never reused, nothing will be found
+			 * there. */
+			if (errno == ESTALE)
+				nx_map_put(&fa->outside, id->key, (void *)1);
+			free(chain);
+			return kobj_find(fa, id);
+		}
+		chain[0].fd = fd;
+		chain[0].idlen = id->len;
+		chain[0].key = id->key;
+		memcpy(chain[0].id, id->data, id->len);
+		n = climb(nx, chain, RESOLVE_DEPTH);
+		sure = read_ahead(fa) && sure;
+		if (!moved_since(fa, seen, chain, n))
+			break;
+		if (tries == CLIMB_TRIES) {
+			sure = false;
+			break;
+		}
+		close_chain(chain, n);
 	}
-	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain)))) {
-		close(fd);
-		return kobj_find(fa, id);
-	}
-	chain[0].fd = fd;
-	chain[0].idlen = id->len;
-	chain[0].key = id->key;
-	memcpy(chain[0].id, id->data, id->len);
-	n = climb(nx, chain, RESOLVE_DEPTH);
 	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
 		struct fwatch *fw = w->bdata;
 		struct nx_node *node = NULL;
 		size_t top;
 		if (!fw || !fw->fsmode || w->ended || !w->root || !w->root->kref)
 			continue;
-		for (top = n; top-- > 0;)
-			if (chain[top].key == ((struct kobj *)w->root->kref)->key &&
-			    (node = w->root))
+		if (!sure)
+			nx_lost(nx, w);
+		/* From the highest of the chain the watch knows: its root, or a
+		 * directory anchored. */
+		for (top = n; top-- > 0;) {
+			struct fanid lid = { chain[top].id, chain[top].idlen, chain[top].key };
+			if (chain[top].key == ((struct kobj *)w->root->kref)->key)
+				node = w->root;
+			else
+				node = node_in(kobj_find(fa, &lid), w);
+			if (node)
 				break;
+		}
 		if (!node)
 			continue;
-		/* Down from the root: nodes known by identifier are where the
+		/* Down from there: nodes known by identifier are where the
 		 * events read so far put them; the others are made by name. */
 		for (size_t j = top; node && j-- > 0;) {
 			struct link *l = &chain[j];
@@ -1134,6 +1378,17 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 					node = NULL;
 					break;
 				}
+				if (w->flags & NOTIFYX_WATCH_LIST) {
+					/* Never reported to the watch: it left a
+					 * directory listed after, before the listing. */
+					nx_emit(nx, w, NOTIFYX_CREATE,
+						NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR, 0, 0, rel,
+						len, NULL, 0);
+					memcpy(fa->path[2], rel, len + 1);
+					if (walk(nx, c, l->fd, ".", fa->path[2], len, 0, true, false) < 0)
+						nx_lost(nx, w);
+					goto next;
+				}
 			}
 			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
 				detach(nx, c); /* the name held another directory */
@@ -1149,11 +1404,9 @@ next:
 	}
 	if (fa->outside.len >= OUTSIDE_MAX)
 		nx_map_free(&fa->outside);
-	for (size_t i = 0; i < n; i++) {
-		if (!inside) /* nor is anything above it */
-			nx_map_put(&fa->outside, chain[i].key, (void *)1);
-		close(chain[i].fd);
-	}
+	for (size_t i = 0; i < n && !inside && sure; i++) /* nor is anything above it */
+		nx_map_put(&fa->outside, chain[i].key, (void *)1);
+	close_chain(chain, n);
 	free(chain);
 	struct kobj *k = kobj_find(fa, id);
 	if (k && inside)
@@ -1694,8 +1947,10 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	struct nx_watch *w = a->watch;
 
 	/* Filesystem marks: the directory moved is put where the event says it
-	 * was, if the table did not have it there. */
-	if (m->isdir && !m->exchange && fs_mode(w) && !nx_node_find(&nx->paths, a, m->fname, m->flen))
+	 * was, if the table did not have it there (with LIST, it is listed where
+	 * it arrives, below). */
+	if (m->isdir && !m->exchange && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST) &&
+	    !nx_node_find(&nx->paths, a, m->fname, m->flen))
 		node_by_id(nx, a, m->fname, m->flen, m->fid);
 	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
 	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
@@ -1733,7 +1988,9 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	}
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
 	/* A directory the table did not know: what it holds is new to the watch. */
-	if (m->isdir && !c && !out)
+	if (m->isdir && !c && !out && fs_mode(w) && (w->flags & NOTIFYX_WATCH_LIST))
+		list_moved_in(nx, b, m->tname, m->tlen, m->fid);
+	else if (m->isdir && !c && !out)
 		add_subdir(nx, b, m->tname, m->tlen, deep && !fs_mode(w), true);
 	if (m->exchange && m->to_isdir && !d)
 		add_subdir(nx, a, m->fname, m->flen, deep && !fs_mode(w), true);
@@ -1783,6 +2040,9 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
 		if (m->isdir && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST))
 			node_by_id(nx, b, m->tname, m->tlen, m->fid);
+		else if (m->isdir && fs_mode(w) &&
+			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+			list_moved_in(nx, b, m->tname, m->tlen, m->fid);
 		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
 	}
@@ -1990,6 +2250,38 @@ static void check_mounts(struct notifyx *nx)
 
 /* ---- reading ---- */
 
+/* Handles the records in buf. */
+static void handle_records(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	size_t pos = 0;
+	struct fanrec r;
+
+	while (pos < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
+		fa->next = pos + r.size;
+		if (ok && fa->more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
+			break; /* handled with what the next read brings */
+		if (!ok) {
+			/* The kernel returns whole records only: a record that
+			 * does not decode is skipped by its length, or ends the
+			 * batch when that length cannot be trusted. */
+			pos = r.size ? pos + r.size : fa->len;
+			continue;
+		}
+		if (r.mask & FAN_Q_OVERFLOW) {
+			nx_lost_all(nx);
+			pos += r.size;
+		} else if (r.mask & FAN_RENAME) {
+			pos += rename_event(nx, pos, &r);
+		} else {
+			plain_event(nx, &r);
+			pos += r.size;
+		}
+	}
+	consume(fa, pos);
+}
+
 static int fan_process(struct notifyx *nx)
 {
 	struct fan *fa = fan_of(nx);
@@ -1998,50 +2290,19 @@ static int fan_process(struct notifyx *nx)
 
 	check_mounts(nx);
 	for (;;) {
-		ssize_t n = read(fa->fd, fa->buf + fa->len, sizeof(fa->buf) - fa->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN) {
+		ssize_t n = fan_read(fa, READ_BUF);
+		if (n < 0) {
 			ret = -1;
 			err = errno;
 			break;
 		}
-		if (n <= 0) {
+		if (!n && !fa->len) {
 			if (close_mount_fds(fa))
 				continue; /* read their CLOSE_NOWRITE, then be dry */
 			dry = true;
 			break;
 		}
-		fa->len += (size_t)n;
-		/* The buffer filled up: the kernel may hold more, such as the
-		 * second FAN_RENAME of an exchange. */
-		bool more = sizeof(fa->buf) - fa->len < 4096;
-		size_t pos = 0;
-		struct fanrec r;
-		while (pos < fa->len) {
-			bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
-			fa->next = pos + r.size;
-			if (ok && more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
-				break; /* handled with what the next read brings */
-			if (!ok) {
-				/* The kernel returns whole records only: a record that
-				 * does not decode is skipped by its length, or ends the
-				 * batch when that length cannot be trusted. */
-				pos = r.size ? pos + r.size : fa->len;
-				continue;
-			}
-			if (r.mask & FAN_Q_OVERFLOW) {
-				nx_lost_all(nx);
-				pos += r.size;
-			} else if (r.mask & FAN_RENAME) {
-				pos += rename_event(nx, pos, &r);
-			} else {
-				plain_event(nx, &r);
-				pos += r.size;
-			}
-		}
-		memmove(fa->buf, fa->buf + pos, fa->len - pos);
-		fa->len -= pos;
+		handle_records(nx);
 		if (nx->queue.count && !fa->len)
 			break;
 	}
@@ -2075,6 +2336,13 @@ static int fan_open(struct notifyx *nx)
 
 	if (!fa)
 		return -1;
+	fa->buf = mmap(NULL, READ_AHEAD_MAX, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fa->buf == MAP_FAILED) {
+		free(fa);
+		errno = ENOMEM;
+		return -1;
+	}
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
 	fa->epoch = 1;
 	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
@@ -2120,6 +2388,7 @@ fail:
 		close(fa->mnt_wake);
 	if (fa->mnt_check >= 0)
 		close(fa->mnt_check);
+	munmap(fa->buf, READ_AHEAD_MAX);
 	free(fa);
 	errno = err;
 	return -1;
@@ -2160,6 +2429,8 @@ static void fan_close(struct notifyx *nx)
 	free(fa->deferred);
 	free(fa->vec[0]);
 	free(fa->vec[1]);
+	free(fa->pending);
+	munmap(fa->buf, READ_AHEAD_MAX);
 	free(fa);
 }
 
