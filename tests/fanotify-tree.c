@@ -10,7 +10,8 @@
  *   into the watch (also not after directories move around outside);
  * - renames of directories above the root leave its paths unchanged;
  * - renames below the root, of directories never named by an event before,
- *   give the paths of the moment of each event;
+ *   give the paths of the moment of each event, also when the renames are
+ *   queued far behind the events (filesystem marks: more than a read);
  * - a directory moved in from outside and one moved out;
  * - two filesystems mounted inside one tree, and XDEV keeping out of them.
  */
@@ -131,6 +132,42 @@ static void rename_below_root(void **state)
 	       NOTIFYX_RENAME, "p2/r4", NOTIFYX_CREATE, "p2/r4/f4", 0u);
 }
 
+/* Files made outside the tree: with a filesystem mark, more records than
+ * one read of the library's takes (64 KiB) are queued between an event and
+ * what follows it. */
+static void busy_outside(struct tu_fix *f, int round)
+{
+	for (int i = 0; i < 3000; i++)
+		tu_touch(tu_path(f->dir, tu_fmt("o/r%d-%d", round, i)));
+}
+
+static void rename_below_root_far(void **state)
+{
+	struct tu_fix *f = F(state);
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "o"));
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/p"));
+	tu_mkdir(tu_path(f->dir, "t/p/q"));
+	tu_mkdir(tu_path(f->dir, "t/p/q/r"));
+	wd = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE | NOTIFYX_RENAME,
+		    NOTIFYX_WATCH_RECURSIVE);
+	/* As rename_below_root, with the renames far behind the events in the
+	 * queue: the library reads ahead for them. */
+	tu_touch(tu_path(f->dir, "t/p/q/r/f1"));
+	busy_outside(f, 1);
+	tu_rename(tu_path(f->dir, "t/p"), tu_path(f->dir, "t/p2"));
+	tu_touch(tu_path(f->dir, "t/p2/q/r/f2"));
+	busy_outside(f, 2);
+	tu_rename(tu_path(f->dir, "t/p2/q"), tu_path(f->dir, "t/q3"));
+	tu_touch(tu_path(f->dir, "t/q3/r/f3"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "q3/r/f3");
+	tu_settle(&f->log);
+	TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "p/q/r/f1", NOTIFYX_RENAME, "p2",
+	       NOTIFYX_CREATE, "p2/q/r/f2", NOTIFYX_RENAME, "q3", NOTIFYX_CREATE, "q3/r/f3", 0u);
+}
+
 static void moved_in_and_out(void **state)
 {
 	struct tu_fix *f = F(state);
@@ -204,6 +241,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_leak_elsewhere, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rename_above_root, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rename_below_root, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(rename_below_root_far, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(moved_in_and_out, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
 	};

@@ -1,8 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The mirror's deterministic cases on the fanotify backend with inode marks: as root it runs
-# as user nobody (setpriv).  With filesystem marks (root) the mirror does not
-# yet pass every case reliably: run tests/fanotify-private-tmp.sh
-# tests/mirror-cases.sh fanotify by hand to see it (see the BUGS of notifyx(7)).
+# The mirror's deterministic cases on the fanotify backend with inode marks:
+# as root it runs as user nobody (setpriv).  Filesystem marks:
+# tests/mirror-cases-fanotify-fs.sh.
 here=$(dirname "$0")
 exec "$here/as-nobody.sh" "$here/mirror-cases.sh" fanotify

@@ -154,6 +154,18 @@ case_ "exchange read after the listing of a directory that found its file" stop 
 case_ "exchange with a directory outside, the outside entry first" run \
 	'touch f; mkdir -p ../outside/d/e' "$X ../outside/d f"
 
+# A directory that moves in is listed when the library reads its MOVED_IN,
+# as it is then: with filesystem marks, found by its identifier (its path
+# may have changed), and what left it meanwhile is listed where it went.
+case_ "directory moved in, then one below it moved away before the move is read" stop \
+	'mkdir -p ../outside/m/s/t; touch ../outside/m/s/t/f' \
+	'mv ../outside/m m; touch m/s/t/g; mv m/s s2; mv m n'
+
+# An event in a directory whose parent is renamed before the event is read:
+# the event's path is the one at the time (then the rename moves it).
+case_ "event in a directory whose parent is renamed before the event is read" stop \
+	'mkdir -p a/b/c' 'touch a/b/c/f; mv a/b x; mkdir a/b; touch a/b/g'
+
 if test $failed -ne 0; then
 	echo "FAIL: $me: $failed of $n cases"
 	exit 1
