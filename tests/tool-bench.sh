@@ -6,13 +6,7 @@
 # where it does not), the scratch directory removed, and the usage errors.
 # Exit: 0 pass, 1 fail.  Timings are not checked: they are the tool's output.
 set -u
-top_builddir=${top_builddir:-.}
-NX=$top_builddir/tools/notifyx
-[ -x "$NX" ] || { echo "FAIL: $NX is not built"; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tool-bench.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/tool-lib.sh"
 
 mkdir -p "$tmp/tree/a/b" "$tmp/tree/c"
 "$NX" bench -n 50 -l 10 -r 1 "$tmp/tree" >"$tmp/out" 2>"$tmp/err" || fail "exit $? ($(cat "$tmp/err"))"
@@ -35,5 +29,4 @@ done
 grep -q 'Not a directory' "$tmp/err" || fail "a file as DIR: $(cat "$tmp/err")"
 "$NX" bench --help | grep -q '^Usage: notifyx bench' || fail "--help"
 
-[ $failures = 0 ] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
-[ $failures = 0 ]
+finish

@@ -14,27 +14,9 @@
 set -u
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-top_builddir=${top_builddir:-.}
-NX=$top_builddir/tools/notifyx
-
-skip() { echo "SKIP: $*"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-note() { echo "tool-cli ($backend): $*"; }
-
-[ -x "$NX" ] || { echo "FAIL: $NX is not built"; exit 1; }
-command -v python3 >/dev/null 2>&1 || skip "python3 is needed to check the output"
-"$NX" backends 2>/dev/null | grep -q "^$backend yes " ||
-	skip "the $backend backend does not start here: $("$NX" backends 2>&1 | grep "^$backend")"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tool-cli.XXXXXX") || exit 1
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+. "$(dirname "$0")/tool-lib.sh"
+need python3 "python3 is needed to check the output"
+need_backend
 
 # The scanning backends see a change at their next scan (1 s by default).
 case $backend in
@@ -53,52 +35,7 @@ poke_until_exit() {
 		k=$((k + 1))
 		pk=$((pk + 1))
 	done
-	if kill -0 "$pid" 2>/dev/null; then
-		fail "notifyx (pid $pid) did not end; killing it"
-		kill -KILL "$pid"
-	fi
-	wait "$pid"
-	rc=$?
-	pid=
-}
-
-# wait_until FILE PYTHON-REGEX: until a line of FILE matches (30 s at most).
-wait_until() {
-	python3 - "$1" "$2" <<'PY'
-import re, sys, time
-for _ in range(300):
-    try:
-        with open(sys.argv[1], 'rb') as f:
-            if any(re.search(sys.argv[2].encode(), l) for l in f):
-                sys.exit(0)
-    except FileNotFoundError:
-        pass
-    time.sleep(0.1)
-sys.exit(1)
-PY
-}
-
-# start OUT DIR ARGS...: notifyx watch ARGS DIR in the background, and waits
-# until it has reported a probe file in its format (the watch is in place).
-start() {
-	out=$1 d=$2
-	shift 2
-	"$NX" watch "$@" "$d" >"$out" 2>"$out.err" &
-	pid=$!
-	k=0
-	while [ $k -lt 100 ]; do
-		: >"$d/ready.$k"
-		if grep -aq 'ready\.' "$out"; then
-			rm -f "$d"/ready.*
-			sleep 0.2 # the deletions of the probes, on a scanning backend
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-		k=$((k + 1))
-	done
-	fail "notifyx watch $* $d never reported a probe file; stderr: $(cat "$out.err")"
-	return 1
+	reap 0 "notifyx (pid $pid) did not end; killing it"
 }
 
 stop() {
@@ -145,10 +82,7 @@ poke_until_exit "$d"
 
 for args in "-n 0" "-n x" "-n -1" "-t 0" "-t x" "-t -1" "--format=%q" "--format=%"; do
 	# shellcheck disable=SC2086
-	"$NX" watch $args "$d" >/dev/null 2>"$tmp/e"
-	rc=$?
-	[ $rc -eq 2 ] || fail "notifyx watch $args: status $rc, want 2 (usage error)"
-	[ -s "$tmp/e" ] || fail "notifyx watch $args: no message on stderr"
+	usage_error watch $args "$d"
 done
 note "-1, -n, -t: done"
 
@@ -163,12 +97,12 @@ printf '%s\0' "$@" >"$tmp/names"
 
 d=$tmp/nul
 mkdir "$d"
-if start "$tmp/nul.out" "$d" -b "$backend" -e create --format=nul; then
+if start_watch "$tmp/nul.out" "$d" -b "$backend" -e create --format=nul; then
 	for n in "$@"; do
 		: >"$d/$n"
 	done
 	: >"$d/done"
-	wait_until "$tmp/nul.out" '/done\x00' || fail "nul: the last event never came"
+	wait_match "$tmp/nul.out" '/done\x00' || fail "nul: the last event never came"
 	stop
 	python3 - "$tmp/nul.out" "$d" "$tmp/names" "$backend" <<'PY' || fail "nul output (in $tmp/nul.out)"
 import os, sys
@@ -191,35 +125,18 @@ fi
 d=$tmp/template
 mkdir "$d"
 fmt="%e${tab}%r${tab}%o${tab}%p${tab}%w${tab}%f${tab}%c${tab}%t${tab}100%%"
-if start "$tmp/tpl.out" "$d" -b "$backend" -e create,rename --format="$fmt"; then
+if start_watch "$tmp/tpl.out" "$d" -b "$backend" -e create,rename --format="$fmt"; then
 	for n in "$@"; do
 		: >"$d/$n"
 		mv "$d/$n" "$d/$n.r"
 	done
 	mkdir "$d/dir"
 	: >"$d/done"
-	wait_until "$tmp/tpl.out" '/done\t' || fail "template: the last event never came"
+	wait_match "$tmp/tpl.out" '/done\t' || fail "template: the last event never came"
 	stop
 	python3 - "$tmp/tpl.out" "$d" "$tmp/names" "$backend" <<'PY' || fail "template output (in $tmp/tpl.out)"
 import os, re, sys, time
-
-def cdecode(b):
-    out = bytearray(); i = 0
-    simple = {ord('n'): 10, ord('t'): 9, ord('r'): 13, ord('\\'): 92, ord('"'): 34}
-    while i < len(b):
-        c = b[i]
-        if c < 0x20 or c == 0x7f:
-            raise ValueError('raw control byte %#x in %r' % (c, b))
-        if c != 92:
-            out.append(c); i += 1; continue
-        e = b[i + 1]
-        if e in simple:
-            out.append(simple[e]); i += 2
-        elif e == ord('x'):
-            out.append(int(b[i + 2:i + 4], 16)); i += 4
-        else:
-            raise ValueError('bad escape in %r' % b)
-    return bytes(out)
+from nxdecode import cdecode
 
 root = os.fsencode(sys.argv[2])
 scanning = sys.argv[4] in ('dnotify', 'poll')
@@ -310,7 +227,7 @@ while [ $k -lt 100 ]; do
 done
 if [ $live_ok -eq 1 ]; then
 	: >"$d/second"
-	wait_until "$tmp/live.got" '^second$' ||
+	wait_match "$tmp/live.got" '^second$' ||
 		fail "live: the line of a second file never reached the reader"
 	kill -0 "$pid" 2>/dev/null || fail "live: notifyx is not running any more"
 else
@@ -386,9 +303,4 @@ if [ "$backend" = inotify ]; then
 	fi
 fi
 
-if [ $failures -ne 0 ]; then
-	echo "tool-cli ($backend): $failures failure(s)"
-	exit 1
-fi
-echo "tool-cli ($backend): ok"
-exit 0
+finish

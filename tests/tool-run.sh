@@ -14,30 +14,10 @@
 set -u
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-top_builddir=${top_builddir:-.}
-NX=$top_builddir/tools/notifyx
-
-skip() { echo "SKIP: $*"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-note() { echo "tool-run ($backend): $*"; }
-
-[ -x "$NX" ] || { echo "FAIL: $NX is not built"; exit 1; }
+. "$(dirname "$0")/tool-lib.sh"
 "$NX" run --help >/dev/null 2>&1 || skip "notifyx was built without libev: no run command"
-"$NX" backends 2>/dev/null | grep -q "^$backend yes " ||
-	skip "the $backend backend does not start here"
-command -v ps >/dev/null 2>&1 || skip "ps is needed to look for orphans"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tool-run.XXXXXX") || exit 1
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; fi
-	# whatever a failed test left: every pid the commands wrote down
-	cat "$tmp"/*.pids 2>/dev/null | while read -r p; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+need_backend
+need ps "ps is needed to look for orphans"
 
 # lines FILE: its number of lines (0 when missing).
 lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
@@ -61,15 +41,7 @@ group_gone() { ! ps -eo pgid= | grep -qx " *$1"; }
 # stop_nx: SIGTERM to notifyx; sets rc.
 stop_nx() {
 	kill -TERM "$pid"
-	k=0
-	while kill -0 "$pid" 2>/dev/null && [ $k -lt 150 ]; do
-		sleep 0.1
-		k=$((k + 1))
-	done
-	kill -0 "$pid" 2>/dev/null && { fail "notifyx run did not end after SIGTERM"; kill -KILL "$pid"; }
-	wait "$pid"
-	rc=$?
-	pid=
+	reap 150 "notifyx run did not end after SIGTERM"
 }
 
 # ---- usage --------------------------------------------------------------------------
@@ -78,10 +50,7 @@ mkdir "$d"
 for args in "run" "run $d" "run $d --" "run -- true" "run -d x $d -- true" \
 	    "run -d -5 $d -- true" "run --nosuch $d -- true" "run -b nosuch $d -- true"; do
 	# shellcheck disable=SC2086
-	"$NX" $args >/dev/null 2>"$tmp/e"
-	rc=$?
-	[ $rc -eq 2 ] || fail "notifyx $args: status $rc, want 2 (usage error)"
-	[ -s "$tmp/e" ] || fail "notifyx $args: no message on stderr"
+	usage_error $args
 done
 "$NX" run "$tmp/missing" -- true >/dev/null 2>"$tmp/e"
 rc=$?
@@ -182,18 +151,7 @@ mkdir "$g"
 pid=$!
 wait_lines "$tmp/goes.pids" 1 || fail "goes: the first run never started"
 rmdir "$g"
-k=0
-while kill -0 "$pid" 2>/dev/null && [ $k -lt 150 ]; do
-	sleep 0.1
-	k=$((k + 1))
-done
-if kill -0 "$pid" 2>/dev/null; then
-	fail "goes: notifyx run did not end when its directory was removed"
-	kill -KILL "$pid"
-fi
-wait "$pid"
-rc=$?
-pid=
+reap 150 "goes: notifyx run did not end when its directory was removed"
 [ $rc -eq 1 ] || fail "goes: status $rc, want 1"
 grep -q 'every watched PATH is gone' "$tmp/goes.err" || fail "goes: stderr: $(cat "$tmp/goes.err")"
 gone "$(head -n 1 "$tmp/goes.pids")" || fail "goes: the command is still running"
@@ -213,9 +171,4 @@ kill -0 "$pid" 2>/dev/null || fail "no command: notifyx ended"
 stop_nx
 [ $rc -eq 0 ] || fail "no command: status $rc after SIGTERM, want 0"
 
-if [ $failures -ne 0 ]; then
-	echo "tool-run ($backend): $failures failure(s)"
-	exit 1
-fi
-echo "tool-run ($backend): ok"
-exit 0
+finish

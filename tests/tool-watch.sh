@@ -12,59 +12,15 @@
 
 set -u
 
-top_builddir=${top_builddir:-.}
-NX=$top_builddir/tools/notifyx
-
-skip() { echo "SKIP: $*"; exit 77; }
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-note() { echo "tool-watch: $*"; }
-
-[ -x "$NX" ] || { echo "FAIL: $NX is not built"; exit 1; }
-command -v python3 >/dev/null 2>&1 || skip "python3 is needed to check the output"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tool-watch.XXXXXX") || exit 1
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-# wait_for FILE PYTHON-REGEX: until a line of FILE matches (10 s at most).
-wait_for() {
-	i=0
-	while [ $i -lt 100 ]; do
-		if python3 -c 'import re, sys
-sys.exit(0 if any(re.search(sys.argv[2].encode(), l) for l in open(sys.argv[1], "rb")) else 1)' "$1" "$2"; then
-			return 0
-		fi
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$(dirname "$0")/tool-lib.sh"
+need python3 "python3 is needed to check the output"
 
 # wait_exit: waits (5 s at most) for $pid to end; sets rc.
-wait_exit() {
-	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		fail "notifyx watch (pid $pid) did not end; killing it"
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	wait "$pid"
-	rc=$?
-	pid=
-}
+wait_exit() { reap 50 "notifyx watch (pid $pid) did not end; killing it"; }
 
 # A background job of a non-interactive shell starts with SIGINT ignored;
-# launch=sigint_default starts notifyx with SIGINT at its default instead.
-launch=
+# launch=sigint_default makes start_watch start notifyx with SIGINT at its
+# default instead.
 sigint_default() {
 	exec python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -80,58 +36,10 @@ for l in open("/proc/%s/status" % sys.argv[1]):
 sys.exit(1)' "$1"
 }
 
-# start_watch OUT DIR ARGS...: runs notifyx watch in the background and waits
-# until it reports the creation of probe files (so the watch is in place).
-start_watch() {
-	out=$1 dir=$2
-	shift 2
-	$launch "$NX" watch "$@" "$dir" >"$out" 2>"$out.err" &
-	pid=$!
-	n=0
-	while [ $n -lt 50 ]; do
-		: >"$dir/ready.$n"
-		if wait_for_quick "$out"; then
-			rm -f "$dir"/ready.*
-			return 0
-		fi
-		n=$((n + 1))
-	done
-	fail "notifyx watch $* never reported a probe file; stderr: $(cat "$out.err")"
-	return 1
-}
-wait_for_quick() {
-	i=0
-	while [ $i -lt 5 ]; do
-		grep -q 'ready\.' "$1" && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # ---- the decoder and checker (an independent reading of the formats) -------
 cat >"$tmp/check.py" <<'PY'
 import base64, json, os, re, sys, time
-
-def cdecode(b):
-    """Decode the text format's escapes (see tools/escape.c)."""
-    out = bytearray(); i = 0
-    simple = {ord('n'): 10, ord('t'): 9, ord('r'): 13, ord('\\'): 92, ord('"'): 34}
-    while i < len(b):
-        c = b[i]
-        if c < 0x20 or c == 0x7f:
-            raise ValueError('raw control byte %#x in %r' % (c, b))
-        if c != 92:
-            out.append(c); i += 1; continue
-        e = b[i + 1]
-        if e in simple:
-            out.append(simple[e]); i += 2
-        elif e == ord('x'):
-            out.append(int(b[i + 2:i + 4], 16)); i += 4
-        else:
-            raise ValueError('bad escape in %r' % b)
-    return bytes(out)
+from nxdecode import cdecode
 
 Q = rb'"((?:[^"\\]|\\.)*)"'
 TEXT = re.compile(rb'^([a-z_]+|0x[0-9a-f]{8})((?: [a-z_]+(?:=[0-9a-fx]+)?)*) ' + Q +
@@ -278,10 +186,7 @@ grep -q '^Usage: notifyx watch' "$tmp/h" || fail "notifyx watch --help: no usage
 for args in "" "frobnicate" "watch" "watch -e nosuchevent $tmp" "watch -b nosuchbackend $tmp" \
 	    "watch --format=xml $tmp" "watch --nosuchoption $tmp" "backends extra"; do
 	# shellcheck disable=SC2086
-	"$NX" $args >/dev/null 2>"$tmp/e"
-	rc=$?
-	[ $rc -eq 2 ] || fail "notifyx $args: status $rc, want 2 (usage error)"
-	[ -s "$tmp/e" ] || fail "notifyx $args: no message on stderr"
+	usage_error $args
 done
 "$NX" watch "$tmp/does-not-exist" >/dev/null 2>"$tmp/e"
 rc=$?
@@ -344,7 +249,7 @@ if [ -n "$backend" ]; then
 		mkdir "$d/dir${nl}x"
 		rmdir "$d/dir${nl}x"
 		: >"$d/done"
-		wait_for "$tmp/text.out" '/done"$' || fail "text: the last event never came"
+		wait_match "$tmp/text.out" '/done"$' || fail "text: the last event never came"
 		kill -INT "$pid"
 		wait_exit
 		[ $rc -eq 0 ] || fail "text: notifyx watch ended by SIGINT: status $rc, want 0"
@@ -393,16 +298,11 @@ if ! grep -q '^poll yes ' "$tmp/b"; then
 	note "the poll backend does not work here: its test is skipped"
 elif start_watch "$tmp/poll.out" "$d" -b poll -e create; then
 	: >"$d/$(printf 'p\nq')"
-	wait_for "$tmp/poll.out" '^create synthetic "[^"]*/p\\nq"$' || fail "poll: no synthetic create event"
+	wait_match "$tmp/poll.out" '^create synthetic "[^"]*/p\\nq"$' || fail "poll: no synthetic create event"
 	kill -TERM "$pid"
 	wait_exit
 	[ $rc -eq 0 ] || fail "poll: notifyx watch ended by SIGTERM: status $rc, want 0"
 	python3 "$tmp/check.py" textany "$tmp/poll.out" >/dev/null || fail "poll: output does not parse"
 fi
 
-if [ $failures -ne 0 ]; then
-	echo "tool-watch: $failures failure(s)"
-	exit 1
-fi
-echo "tool-watch: ok"
-exit 0
+finish
