@@ -830,8 +830,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	free(wk.subdirs);
 	return ret;
 fail:
+	/* A filesystem below the root that cannot be marked (ENODEV) is one
+	 * directory's failure: an ERROR, as with filesystem marks. */
 	if (fatal && (err == ENOSPC || err == ENOMEM || err == EMFILE || err == ENFILE ||
-		      err == ENODEV || !n->parent)) {
+		      !n->parent)) {
 		errno = err;
 		return -1;
 	}
