@@ -474,7 +474,15 @@ again:
 	if (n->kref)
 		detach(nx, n);
 	/* A directory the watch knows already at another place: the events
-	 * read so far lag behind the filesystem; the old place is stale. */
+	 * read so far lag behind the filesystem; the old place is stale.
+	 * Unless that place is above n: a listing made after the directory
+	 * moved below itself, as the events read so far have it (ELOOP). */
+	for (struct nx_node *s = k->subs; s; s = s->knext) {
+		if (s->watch == n->watch && s != n && within(n, s)) {
+			errno = ELOOP;
+			return -1;
+		}
+	}
 	for (struct nx_node *s = k->subs; s; s = s->knext) {
 		if (s->watch == n->watch && !within(n, s) && s->parent) {
 			bury(nx, s);
@@ -938,7 +946,11 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
 		return;
 	if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
-		if (errno != ESTALE) /* else gone, as events to come say */
+		/* Gone (then events to come say so, and its path leads nowhere
+		 * too): by its path, at worst late. */
+		if (errno == ESTALE)
+			add_subdir(nx, n, name, nlen, true, true);
+		else
 			nx_lost(nx, w);
 		return;
 	}
@@ -1677,10 +1689,11 @@ static struct nx_node *node_by_id(struct notifyx *nx, struct nx_node *parent, co
 	if (c)
 		bury(nx, c); /* the name held another directory */
 	if (!(k = kobj_find(fa, id))) {
-		if (nx_map_get(&fa->kobjs, id->key) || !(k = calloc(1, sizeof(*k))))
+		if (nx_map_get(&fa->kobjs, id->key))
 			return NULL;
-		if (nx_map_put(&fa->kobjs, id->key, k) < 0) {
+		if (!(k = calloc(1, sizeof(*k))) || nx_map_put(&fa->kobjs, id->key, k) < 0) {
 			free(k);
+			nx_lost(nx, w); /* its events cannot be placed */
 			return NULL;
 		}
 		k->key = id->key;

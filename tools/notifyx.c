@@ -1103,7 +1103,7 @@ static int cmd_backends(int argc, char **argv)
 		printf("%s yes ", backend_name(all_backends[i]));
 		put_event_list(stdout, notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS);
 		if (all_backends[i] == NOTIFYX_BACKEND_FANOTIFY)
-			printf("; recursive watches: %s; filesystems without file handles: ENODEV",
+			printf("; recursive watches: %s; filesystems without file handles or id: ENODEV",
 			       has_sys_admin() ? "one filesystem mark per filesystem (CAP_SYS_ADMIN)"
 					       : "an inode mark per directory (no CAP_SYS_ADMIN)");
 		putchar('\n');
