@@ -73,7 +73,9 @@ static _Atomic(struct mid *) top[1u << TOP_BITS];
 static _Atomic(struct nx_dnsig *) channels;
 static atomic_uint active; /* handlers between their first and last load */
 static struct sigaction sigio_prev; /* written only while SIGIO is not ours */
-static __thread unsigned long thread_hits __attribute__((tls_model("initial-exec")));
+/* Written by the handlers, read by the thread they interrupted: volatile, so
+ * each access is one load or store (a long is wider than sig_atomic_t). */
+static __thread volatile unsigned long thread_hits __attribute__((tls_model("initial-exec")));
 
 /* Under the mutex. */
 static unsigned nchannels;
