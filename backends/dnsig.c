@@ -73,7 +73,9 @@ static _Atomic(struct mid *) top[1u << TOP_BITS];
 static _Atomic(struct nx_dnsig *) channels;
 static atomic_uint active; /* handlers between their first and last load */
 static struct sigaction sigio_prev; /* written only while SIGIO is not ours */
-static __thread unsigned long thread_hits __attribute__((tls_model("initial-exec")));
+/* Written by the handlers, read by the thread they interrupted: volatile, so
+ * each access is one load or store (a long is wider than sig_atomic_t). */
+static __thread volatile unsigned long thread_hits __attribute__((tls_model("initial-exec")));
 
 /* Under the mutex. */
 static unsigned nchannels;
@@ -189,7 +191,8 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 
 	/* The application's own SIGIO handler, called as the kernel would: with
-	 * its mask added and SIGIO blocked unless SA_NODEFER.  Outside the
+	 * its mask added and SIGIO blocked unless SA_NODEFER, on its alternate
+	 * stack if it asked (install gave ours its SA_ONSTACK).  Outside the
 	 * counted section, since it may never return (longjmp). */
 	if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
 		thread_hits++;
@@ -205,6 +208,9 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
 		if (!(prev.sa_flags & SA_NODEFER))
 			sigaddset(&mask, SIGIO);
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
+		/* sigaddset fails with EINVAL on glibc's internal signals,
+		 * which a raw mask may hold. */
+		errno = saved;
 	}
 	if (prev.sa_flags & SA_SIGINFO)
 		prev.sa_sigaction(sig, si, uc);
@@ -219,18 +225,19 @@ static bool is_ours(const struct sigaction *sa, void (*fn)(int, siginfo_t *, voi
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fn;
 }
 
-static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+/* flags: SA_ONSTACK, or 0. */
+static int install(int sig, void (*fn)(int, siginfo_t *, void *), int flags)
 {
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | flags;
 	/* Nothing of the application's runs on top of the library's handlers,
 	 * so they are never held up in the middle (nx_dnsig_close waits for
 	 * them). */
 	sigfillset(&sa.sa_mask);
-	return sigaction(sig, &sa, old);
+	return sigaction(sig, &sa, NULL);
 }
 
 /* Puts back prev on sig if the library's handler fn is still there. */
@@ -333,7 +340,7 @@ int nx_dnsig_open(int sig, struct nx_dnsig **out)
 			errno = EBUSY; /* the application's handler, or SIG_IGN */
 			goto fail;
 		}
-		if (install(sig, on_signal, NULL) < 0)
+		if (install(sig, on_signal, 0) < 0)
 			goto fail;
 	}
 	if (!nchannels) {
@@ -343,7 +350,9 @@ int nx_dnsig_open(int sig, struct nx_dnsig **out)
 		if (sigaction(SIGIO, NULL, &cur) < 0)
 			goto fail_sig;
 		sigio_prev = is_ours(&cur, on_sigio) ? sig_dfl : cur;
-		if (install(SIGIO, on_sigio, NULL) < 0)
+		/* The application's handler runs on top of ours: on the stack
+		 * it chose (SA_RESTART is ours already). */
+		if (install(SIGIO, on_sigio, sigio_prev.sa_flags & SA_ONSTACK) < 0)
 			goto fail_sig;
 	}
 	sig_users[sig]++;

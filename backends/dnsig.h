@@ -41,7 +41,9 @@
  * Signal dispositions: the first channel of a signal installs the library's
  * handler on it, and fails with EBUSY unless its disposition is SIG_DFL (or
  * the library's handler already).  The first channel also installs the
- * SIGIO handler.  Both use SA_SIGINFO | SA_RESTART, so the library's signals
+ * SIGIO handler.  Both use SA_SIGINFO | SA_RESTART (the SIGIO handler also
+ * SA_ONSTACK when the application's had it: that one runs on top of ours, on
+ * its alternate stack, with its sa_mask), so the library's signals
  * do not make the application's system calls fail with EINTR where SA_RESTART
  * restarts them (poll, epoll_wait, nanosleep and friends fail with EINTR
  * whatever SA_RESTART says: nx_dnsig_thread_signals lets a caller tell the

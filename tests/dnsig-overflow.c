@@ -9,7 +9,10 @@
  * survive, the next drain must report the overflow, and routing must work
  * again afterwards.  Run with SIGIO at SIG_DFL, with an application SIGIO
  * handler installed before the channel opened (it must still be called),
- * and with SIG_IGN.  Exit 77 when dnotify is not available.
+ * (SA_ONSTACK, with an alternate stack: it must run there), and with
+ * SIG_IGN.  SIGIO the library handles itself is counted by
+ * nx_dnsig_thread_signals; a chained one is not.  Exit 77 when dnotify is
+ * not available.
  */
 #include "config.h"
 
@@ -31,11 +34,17 @@
 #define CHANGES 400
 #define LIMIT 16
 
-static volatile sig_atomic_t app_sigio;
+static volatile sig_atomic_t app_sigio, app_off_stack;
 
 static void on_app_sigio(int sig)
 {
+	stack_t ss;
+
 	app_sigio++;
+	/* Installed with SA_ONSTACK: called from the library's handler, it
+	 * still runs on the alternate stack. */
+	if (sigaltstack(NULL, &ss) < 0 || !(ss.ss_flags & SS_ONSTACK))
+		app_off_stack++;
 }
 
 struct counts {
@@ -68,16 +77,20 @@ static int child(enum mode mode)
 	struct counts n = { 0, -1 };
 	sigset_t block, old, pend;
 	struct pollfd p;
-	unsigned long hits;
+	unsigned long hits, lib_sigio;
 	bool ov;
 	int ret = 0;
 
 	if (mode != APP_DFL) {
+		static char alt[1 << 16];
+		stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
 		struct sigaction sa;
 
+		if (sigaltstack(&ss, NULL) < 0)
+			return child_fail(10, "sigaltstack");
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = mode == APP_HANDLER ? on_app_sigio : SIG_IGN;
-		sa.sa_flags = SA_RESTART;
+		sa.sa_flags = SA_RESTART | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGIO, &sa, NULL) < 0)
 			return child_fail(10, "sigaction");
@@ -108,9 +121,12 @@ static int child(enum mode mode)
 	/* SIGIO is not blocked: handled by now.  The queued routing signals
 	 * stay pending until the mask comes back. */
 	sigpending(&pend);
-	printf("child %d: %lu SIGIO handled by the library, %d by the application, "
-	       "routing signal %s pending\n", mode, nx_dnsig_thread_signals() - hits,
-	       (int)app_sigio, sigismember(&pend, nx_dnsig_signal(c)) == 1 ? "" : "not");
+	/* Before the unblocking: the routing signals handled then count too. */
+	lib_sigio = nx_dnsig_thread_signals() - hits;
+	printf("child %d: %lu SIGIO handled by the library, %d by the application "
+	       "(%d off its stack), routing signal %spending\n", mode, lib_sigio,
+	       (int)app_sigio, (int)app_off_stack,
+	       sigismember(&pend, nx_dnsig_signal(c)) == 1 ? "" : "not ");
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
 	p.fd = nx_dnsig_fd(c);
@@ -123,9 +139,9 @@ static int child(enum mode mode)
 	       n.reports);
 	if (!ov)
 		ret = 17;
-	if (mode == APP_HANDLER && !app_sigio)
-		ret = 18;
-	if (mode != APP_HANDLER && nx_dnsig_thread_signals() == hits)
+	if (mode == APP_HANDLER && (!app_sigio || app_off_stack || lib_sigio))
+		ret = 18; /* not chained, or not on the application's stack */
+	if (mode != APP_HANDLER && !lib_sigio)
 		ret = 19; /* the library's SIGIO handler did not run */
 
 	/* Routing goes on once the queue has room. */

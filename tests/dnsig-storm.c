@@ -10,8 +10,10 @@
  * (EINTR is expected and counted), drains it and lists each reported
  * directory, as the dnotify backend does; after an overflow it lists them
  * all.  Passes when, after the changes stop, every directory's last listing
- * shows its last name (nothing lost), names only ever went forward, the
- * application's handlers all ran, and nothing crashed.  Exit 77 when dnotify
+ * shows its last name (nothing lost), names only ever went forward, no
+ * drain reported a directory twice, directories were reported (not only
+ * rescanned after overflows), the application's handlers all ran, some
+ * waits ended with EINTR, and nothing crashed.  Exit 77 when dnotify
  * is not available.
  */
 #include "config.h"
@@ -141,12 +143,19 @@ static int list(int i)
 	return 0;
 }
 
-static int reports, overflows, list_failed;
+static int reports, overflows, list_failed, twice;
+static long drains, drained[NDIRS]; /* the drain that last reported each */
 
 static void reported(void *ctx, int dfd)
 {
 	for (int i = 0; i < NDIRS; i++) {
 		if (dfds[i] == dfd) {
+			/* A directory is in the pipe once between two drains. */
+			if (drained[i] == drains) {
+				fprintf(stderr, "FAIL: directory %d reported twice in a drain\n", i);
+				twice++;
+			}
+			drained[i] = drains;
 			reports++;
 			list_failed |= list(i);
 			return;
@@ -228,6 +237,7 @@ int main(void)
 			eintr++;
 			continue;
 		}
+		drains++;
 		if (nx_dnsig_drain(c, reported, NULL, &ov) < 0)
 			return fail("nx_dnsig_drain");
 		if (ov) {
@@ -259,9 +269,14 @@ int main(void)
 		rmdir(paths[i]);
 	}
 	nx_dnsig_close(c);
-	if (!hits_usr1 || !hits_usr2 || !hits_rt) {
-		fprintf(stderr, "FAIL: the storm did not reach every handler\n");
+	if (!hits_usr1 || !hits_usr2 || !hits_rt || !eintr) {
+		fprintf(stderr, "FAIL: the storm did not reach every handler and the wait\n");
 		return 1;
 	}
-	return list_failed;
+	/* Not everything through overflows' rescans. */
+	if (!reports) {
+		fprintf(stderr, "FAIL: no directory was reported\n");
+		return 1;
+	}
+	return list_failed || twice;
 }

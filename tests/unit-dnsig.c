@@ -620,6 +620,91 @@ static void test_sigio_chained(void **state)
 	set_handler(SIGIO, SIG_DFL, 0);
 }
 
+/* What the application's handler saw of its thread. */
+static volatile sig_atomic_t flags_hits, flags_onstack;
+static sigset_t flags_mask;
+
+static void app_sigio_flags(int sig)
+{
+	stack_t ss;
+
+	flags_hits++;
+	flags_onstack = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	pthread_sigmask(SIG_SETMASK, NULL, &flags_mask);
+}
+
+/* Installs app_sigio_flags on SIGIO with flags and a mask of mask_sig (0:
+ * empty; -1: every bit, glibc's internal signals too), opens a channel and
+ * raises SIGIO once, with errno at 0 around it.  Returns the channel. */
+static struct nx_dnsig *raise_app_sigio(int flags, int mask_sig)
+{
+	struct sigaction sa;
+	struct nx_dnsig *c;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = app_sigio_flags;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	if (mask_sig > 0)
+		sigaddset(&sa.sa_mask, mask_sig);
+	else if (mask_sig < 0)
+		memset(&sa.sa_mask, 0xff, sizeof(sa.sa_mask));
+	assert_int_equal(sigaction(SIGIO, &sa, NULL), 0);
+	c = chan(0);
+	flags_hits = 0;
+	flags_onstack = -1;
+	errno = 0;
+	assert_int_equal(raise(SIGIO), 0);
+	/* The interrupted code finds errno as it left it. */
+	assert_int_equal(errno, 0);
+	assert_int_equal(flags_hits, 1);
+	return c;
+}
+
+/* The library's SIGIO handler, installed over the application's, keeps its
+ * SA_RESTART and SA_ONSTACK: the application's handler, called from ours,
+ * still runs on its alternate stack, with its sa_mask and SIGIO blocked (not
+ * SIGIO under SA_NODEFER), and no call of the thread fails with EINTR for
+ * it. */
+static void test_sigio_app_flags(void **state)
+{
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) }, old_ss;
+	struct nx_dnsig *c;
+	struct sigaction sa;
+
+	assert_int_equal(sigaltstack(&ss, &old_ss), 0);
+	c = raise_app_sigio(SA_RESTART | SA_ONSTACK, SIGUSR1);
+	sa = disposition(SIGIO);
+	assert_true(sa.sa_flags & SA_SIGINFO); /* the library's */
+	assert_int_equal(sa.sa_flags & (SA_RESTART | SA_ONSTACK), SA_RESTART | SA_ONSTACK);
+	assert_int_equal(flags_onstack, 1);
+	assert_int_equal(sigismember(&flags_mask, SIGUSR1), 1);
+	assert_int_equal(sigismember(&flags_mask, SIGIO), 1);
+	assert_int_equal(sigismember(&flags_mask, SIGUSR2), 0);
+	nx_dnsig_close(c);
+	sa = disposition(SIGIO);
+	assert_ptr_equal(sa.sa_handler, app_sigio_flags);
+	assert_int_equal(sa.sa_flags & (SA_SIGINFO | SA_RESTART | SA_ONSTACK),
+			 SA_RESTART | SA_ONSTACK);
+
+	/* Without SA_ONSTACK neither handler takes the alternate stack. */
+	c = raise_app_sigio(SA_NODEFER, SIGUSR2);
+	assert_false(disposition(SIGIO).sa_flags & SA_ONSTACK);
+	assert_int_equal(flags_onstack, 0);
+	assert_int_equal(sigismember(&flags_mask, SIGUSR2), 1);
+	assert_int_equal(sigismember(&flags_mask, SIGIO), 0);
+	nx_dnsig_close(c);
+
+	/* A mask with glibc's internal signals (sigaddset refuses them). */
+	c = raise_app_sigio(SA_RESTART, -1);
+	assert_int_equal(sigismember(&flags_mask, SIGUSR1), 1);
+	nx_dnsig_close(c);
+
+	set_handler(SIGIO, SIG_DFL, 0);
+	assert_int_equal(sigaltstack(&old_ss, NULL), 0);
+}
+
 /* ---- fork, descriptors ---- */
 
 static int count_fds(void)
@@ -864,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_close_with_pending_signal),
 		cmocka_unit_test(test_sigio_default),
 		cmocka_unit_test(test_sigio_chained),
+		cmocka_unit_test(test_sigio_app_flags),
 		cmocka_unit_test(test_no_descriptor_kept),
 		cmocka_unit_test(test_fork_child_closes),
 		cmocka_unit_test(test_many_directories),
