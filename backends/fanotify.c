@@ -1315,7 +1315,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 	struct link *chain;
 	struct nx_watch *w;
 	size_t n = 0, pos = 0;
-	bool inside = false, sure;
+	bool inside = false, behind = false, sure;
 	int fd;
 
 	if (!fm || id->len > ID_MAX)
@@ -1378,6 +1378,19 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c && c->parent == node)
 				goto next;
 			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
+			/* With LIST, the table is made of listings, which can be
+			 * ahead of the event (made after it): a directory it does
+			 * not have where the event was is one that left a
+			 * directory before that was listed.  Its events are in
+			 * the listing of where it went, made when its move is
+			 * read (as with inode marks, which hear nothing of a
+			 * directory until they list it). */
+			if ((w->flags & NOTIFYX_WATCH_LIST) &&
+			    (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key))) {
+				behind = true;
+				node = NULL;
+				break;
+			}
 			if (!c) {
 				char *rel = fa->path[1];
 				size_t len = entry_path(fa, node, l->name, l->name_len, 1);
@@ -1391,17 +1404,6 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 					nx_lost(nx, w); /* its events cannot be placed */
 					node = NULL;
 					break;
-				}
-				if (w->flags & NOTIFYX_WATCH_LIST) {
-					/* Never reported to the watch: it left a
-					 * directory listed after, before the listing. */
-					nx_emit(nx, w, NOTIFYX_CREATE,
-						NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR, 0, 0, rel,
-						len, NULL, 0);
-					memcpy(fa->path[2], rel, len + 1);
-					if (walk(nx, c, l->fd, ".", fa->path[2], len, 0, true, false) < 0)
-						nx_lost(nx, w);
-					goto next;
 				}
 			}
 			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
@@ -1418,7 +1420,7 @@ next:
 	}
 	if (fa->outside.len >= OUTSIDE_MAX)
 		nx_map_free(&fa->outside);
-	for (size_t i = 0; i < n && !inside && sure; i++) /* nor is anything above it */
+	for (size_t i = 0; i < n && !inside && !behind && sure; i++) /* nor is anything above it */
 		nx_map_put(&fa->outside, chain[i].key, (void *)1);
 	close_chain(chain, n);
 	free(chain);
@@ -1915,13 +1917,15 @@ static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, si
 /* Directory n was listed while the records being read were read (since
  * the kernel queue was last read dry): its listing may be ahead of them.
  * A directory that left it but has no node there (the listing found
- * something else, or nothing) may then be a file or nothing in the copy. */
+ * something else, or nothing) may then be a file or nothing in the copy.
+ * (Filesystem marks without LIST make the nodes events name instead.) */
 static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
 {
 	struct fan *fa = fan_of(nx);
 	const struct kobj *k = n->kref;
 
-	if (!k || k->listed_at != fa->epoch || fs_mode(n->watch) ||
+	if (!k || k->listed_at != fa->epoch ||
+	    (fs_mode(n->watch) && !(n->watch->flags & NOTIFYX_WATCH_LIST)) ||
 	    nx_node_find(&nx->paths, n, name, len) ||
 	    entry_path(fa, n, name, len, 2) == SIZE_MAX)
 		return false;

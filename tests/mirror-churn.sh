@@ -10,7 +10,7 @@
 #
 #   1. a tree with some content; the mirror starts and lists it
 #   2. churn at ordinary rates, several seeds (one with exchanges involving a
-#      directory, unless MIRROR_CHURN_EXCHANGES=0); after each, the copy must equal the tree, with no
+#      directory); after each, the copy must equal the tree, with no
 #      OVERFLOW, no anomaly (an event that could not be applied) and no ERROR
 #   3. a burst while the mirror is stopped (SIGSTOP), beyond the kernel's
 #      16384 queued events: there must be an OVERFLOW (unless the kernel
@@ -68,7 +68,7 @@ compare m "$src" "$work/copy" "initial listing"
 
 for seed in 1 2 3 4; do
 	x=
-	test $seed = 4 && test "${MIRROR_CHURN_EXCHANGES:-1}" = 1 && x=-x
+	test $seed = 4 && x=-x
 	(cd "$tree" && "$churn" -v $x -s $seed -n "$ops" src outside >"$work/churn-$seed.ops") ||
 		fail "churn failed"
 	sync_mirror m
