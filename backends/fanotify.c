@@ -81,31 +81,33 @@ uint64_t nx_fan_key(const void *data, size_t len)
 }
 
 /* An identifier record: header (4), fsid (8), handle_bytes (4), type (4),
- * the handle, then for the *_NAME types a NUL-terminated name. */
-static bool decode_id(const unsigned char *p, size_t len, bool named, struct fanid *id,
+ * the handle, then for the *_NAME types a NUL-terminated name.  The name, nm
+ * when not NULL, is empty for the other types.  A record that does not
+ * decode leaves both empty. */
+static void decode_id(const unsigned char *p, size_t len, bool named, struct fanid *id,
 		      struct fanname *nm)
 {
 	uint32_t hbytes;
-	size_t end;
+	size_t end, n = 0;
 
+	*id = (struct fanid){ 0 };
+	if (nm)
+		*nm = (struct fanname){ 0 };
 	if (len < 4 + 16)
-		return false;
+		return;
 	memcpy(&hbytes, p + 12, sizeof(hbytes));
 	if (hbytes > len - 20)
-		return false;
+		return;
 	end = 20 + hbytes;
+	if (named && (n = strnlen((const char *)p + end, len - end)) == len - end)
+		return; /* no NUL inside the record */
 	id->data = p + 4;
 	id->len = 16 + hbytes;
 	id->key = nx_fan_key(id->data, id->len);
 	if (named) {
-		const char *s = (const char *)p + end;
-		size_t n = strnlen(s, len - end);
-		if (n == len - end)
-			return false; /* no NUL inside the record */
-		nm->name = s;
+		nm->name = (const char *)p + end;
 		nm->len = n;
 	}
-	return true;
 }
 
 bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
@@ -132,35 +134,19 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 			break; /* a length that lies: the rest is not trusted */
 		switch (p[0]) {
 		case FAN_EVENT_INFO_TYPE_FID:
-			if (!decode_id(p, ilen, false, &r->fid, NULL))
-				r->fid.len = 0;
+			decode_id(p, ilen, false, &r->fid, NULL);
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->dfid, &r->name)) {
-				r->dfid.len = 0;
-				r->name.name = NULL;
-				r->name.len = 0;
-			}
+			decode_id(p, ilen, true, &r->dfid, &r->name);
 			break;
 		case FAN_EVENT_INFO_TYPE_DFID:
-			if (!decode_id(p, ilen, false, &r->dfid, NULL))
-				r->dfid.len = 0;
-			r->name.name = NULL;
-			r->name.len = 0;
+			decode_id(p, ilen, false, &r->dfid, &r->name);
 			break;
 		case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->odfid, &r->oname)) {
-				r->odfid.len = 0;
-				r->oname.name = NULL;
-				r->oname.len = 0;
-			}
+			decode_id(p, ilen, true, &r->odfid, &r->oname);
 			break;
 		case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
-			if (!decode_id(p, ilen, true, &r->ndfid, &r->nname)) {
-				r->ndfid.len = 0;
-				r->nname.name = NULL;
-				r->nname.len = 0;
-			}
+			decode_id(p, ilen, true, &r->ndfid, &r->nname);
 			break;
 		default:
 			break; /* unknown: skipped by its own length */
@@ -877,15 +863,28 @@ static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_
 	fa->ndeferred++;
 }
 
+/* Makes node n/name and walks it: the directory at dname (the node's name
+ * when NULL) relative to fd. */
+static void walk_new(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+		     int fd, const char *dname, bool report)
+{
+	struct fan *fa = fan_of(nx);
+	size_t len = entry_path(fa, n, name, nlen, 2);
+	struct nx_node *c;
+
+	if (len == SIZE_MAX)
+		emit_error(nx, n->watch, name, ENAMETOOLONG);
+	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
+		nx_lost(nx, n->watch);
+	else if (walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, 0, report, false) < 0)
+		nx_lost(nx, n->watch);
+}
+
 /* A directory arrived at n/name: mark and list it (or only name it). */
 static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report, bool retry)
 {
-	struct fan *fa = fan_of(nx);
 	struct nx_watch *w = n->watch;
-	char *rel = fa->path[2];
-	struct nx_node *c;
-	size_t len;
 	int pfd;
 
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
@@ -912,13 +911,7 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 		close(pfd);
 		return;
 	}
-	len = entry_path(fa, n, name, nlen, 2);
-	if (len == SIZE_MAX)
-		emit_error(nx, w, name, ENAMETOOLONG);
-	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
-		nx_lost(nx, w);
-	else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0)
-		nx_lost(nx, w);
+	walk_new(nx, n, name, nlen, pfd, NULL, report);
 	close(pfd);
 }
 
@@ -935,8 +928,6 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 	struct fan *fa = fan_of(nx);
 	struct fsmark *fm = id && id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
 	struct nx_watch *w = n->watch;
-	struct nx_node *c;
-	size_t len;
 	int fd;
 
 	if (!fm) {
@@ -954,13 +945,7 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 			nx_lost(nx, w);
 		return;
 	}
-	len = entry_path(fa, n, name, nlen, 2);
-	if (len == SIZE_MAX)
-		emit_error(nx, w, name, ENAMETOOLONG);
-	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
-		nx_lost(nx, w);
-	else if (walk(nx, c, fd, ".", fa->path[2], len, 0, true, false) < 0)
-		nx_lost(nx, w);
+	walk_new(nx, n, name, nlen, fd, ".", true);
 	close(fd);
 }
 
