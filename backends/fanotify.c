@@ -45,6 +45,7 @@
 #include "fanotify.h"
 #include "nx.h"
 #include "scan.h"
+#include "treemove.h"
 
 /* Newer than some installed headers (see KERNEL.md). */
 #ifndef FAN_REPORT_TARGET_FID
@@ -377,15 +378,6 @@ static uint64_t node_mask(const struct nx_node *n, bool isdir)
 	return m | FAN_ONDIR | FAN_EVENT_ON_CHILD;
 }
 
-/* True when n is c or lies below it. */
-static bool within(const struct nx_node *n, const struct nx_node *c)
-{
-	for (; n; n = n->parent)
-		if (n == c)
-			return true;
-	return false;
-}
-
 static void bury(struct notifyx *nx, struct nx_node *n);
 
 /* fanotify_mark() on the object open at fd.  The kernel takes no O_PATH
@@ -464,13 +456,13 @@ again:
 	 * Unless that place is above n: a listing made after the directory
 	 * moved below itself, as the events read so far have it (ELOOP). */
 	for (struct nx_node *s = k->subs; s; s = s->knext) {
-		if (s->watch == n->watch && s != n && within(n, s)) {
+		if (s->watch == n->watch && s != n && nx_within(n, s)) {
 			errno = ELOOP;
 			return -1;
 		}
 	}
 	for (struct nx_node *s = k->subs; s; s = s->knext) {
-		if (s->watch == n->watch && !within(n, s) && s->parent) {
+		if (s->watch == n->watch && !nx_within(n, s) && s->parent) {
 			bury(nx, s);
 			if (!kobj_find(fa, &fid))
 				goto again; /* it was the last node of k, which went with it */
@@ -1965,38 +1957,19 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	if (olen == SIZE_MAX || nlen == SIZE_MAX)
 		return;
 	sup_take(fa, a, m->fname, m->flen);
-	struct nx_node *c = m->isdir ? nx_node_find(&nx->paths, a, m->fname, m->flen) : NULL;
-	struct nx_node *d = nx_node_find(&nx->paths, b, m->tname, m->tlen);
-	bool out = nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen);
-	if (c && within(b, c)) {
-		bury(nx, c);
-		c = NULL;
-		out = true;
-	}
-	if (d && m->exchange && within(a, d)) {
-		bury(nx, d);
-		d = NULL;
-	}
-	if (m->exchange) {
-		if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
-			nx_lost(nx, w);
-		if (d && d != c && nx_node_rename(&nx->paths, d, a, m->fname, m->flen) < 0)
-			nx_lost(nx, w);
-	} else {
-		if (d && d != c)
-			bury(nx, d); /* replaced */
-		if (c && out)
-			bury(nx, c);
-		else if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
-			nx_lost(nx, w);
-	}
+	struct nx_treemove t = {
+		.a = a, .b = b, .fname = m->fname, .flen = m->flen,
+		.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
+		.out = nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen),
+	};
+	nx_treemove(nx, &t, bury);
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
 	/* A directory the table did not know: what it holds is new to the watch. */
-	if (m->isdir && !c && !out && fs_mode(w) && (w->flags & NOTIFYX_WATCH_LIST))
+	if (m->isdir && !t.c && !t.out && fs_mode(w) && (w->flags & NOTIFYX_WATCH_LIST))
 		list_moved_in(nx, b, m->tname, m->tlen, m->fid);
-	else if (m->isdir && !c && !out)
+	else if (m->isdir && !t.c && !t.out)
 		add_subdir(nx, b, m->tname, m->tlen, deep && !fs_mode(w), true);
-	if (m->exchange && m->to_isdir && !d)
+	if (m->exchange && m->to_isdir && !t.d)
 		add_subdir(nx, a, m->fname, m->flen, deep && !fs_mode(w), true);
 }
 

@@ -33,6 +33,7 @@
 #include "inotify.h"
 #include "nx.h"
 #include "scan.h"
+#include "treemove.h"
 
 #define READ_BUF (64 * 1024)
 /* A directory is entered only if every path below it still fits. */
@@ -153,15 +154,6 @@ static uint32_t node_mask(const struct nx_node *n)
 
 /* ---- kernel watches ---- */
 
-/* True when n is c or lies below it. */
-static bool within(const struct nx_node *n, const struct nx_node *c)
-{
-	for (; n; n = n->parent)
-		if (n == c)
-			return true;
-	return false;
-}
-
 
 static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
 {
@@ -189,7 +181,7 @@ static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 	 * seen twice through a bind mount inside the tree is watched at one
 	 * place only.) */
 	for (struct nx_node *s = kw->subs; s; s = s->knext) {
-		if (s->watch == n->watch && !within(n, s)) {
+		if (s->watch == n->watch && !nx_within(n, s)) {
 			in->conflict = s;
 			errno = EEXIST;
 			return -1;
@@ -851,39 +843,18 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 		return;
 	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
-		struct nx_node *c = m->isdir ? nx_node_find(&nx->paths, a, m->fname, m->flen) : NULL;
-		struct nx_node *d = nx_node_find(&nx->paths, b, m->tname, m->tlen);
-		bool out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
-		/* The kernel never moves a directory into itself; a table out of
-		 * step with the filesystem must not be made into a cycle either. */
-		if (c && within(b, c)) {
-			bury(nx, c);
-			c = NULL;
-			out = true;
-		}
-		if (d && m->exchange && within(a, d)) {
-			bury(nx, d);
-			d = NULL;
-		}
-		if (m->exchange) {
-			if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
-				nx_lost(nx, w);
-			if (d && d != c && nx_node_rename(&nx->paths, d, a, m->fname, m->flen) < 0)
-				nx_lost(nx, w);
-		} else {
-			if (d && d != c)
-				bury(nx, d); /* replaced */
-			if (c && out)
-				bury(nx, c);
-			else if (c && nx_node_rename(&nx->paths, c, b, m->tname, m->tlen) < 0)
-				nx_lost(nx, w);
-		}
+		struct nx_treemove t = {
+			.a = a, .b = b, .fname = m->fname, .flen = m->flen,
+			.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
+			.out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen),
+		};
+		nx_treemove(nx, &t, bury);
 		nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
 		/* A directory the table did not know (excluded before, or not
 		 * reached yet when it appeared): what it holds is new to the watch. */
-		if (m->isdir && !c && !out)
+		if (m->isdir && !t.c && !t.out)
 			add_subdir(nx, b, m->tname, m->tlen, true);
-		if (m->exchange && m->to_isdir && !d)
+		if (m->exchange && m->to_isdir && !t.d)
 			add_subdir(nx, a, m->fname, m->flen, true);
 		return;
 	}
