@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include "common.h"
@@ -39,6 +40,14 @@ int main(int argc, char **argv)
 
 	if (dirs < 1 || runs < 1 || runs > MAX_RUNS)
 		return fprintf(stderr, "usage: %s [DIRS [RUNS<=%d]]\n", argv[0], MAX_RUNS), 2;
+	/* dnotify holds a descriptor per directory: as many as the tree needs
+	 * where allowed (root may raise the hard limit, up to fs.nr_open), else
+	 * the hard limit. */
+	struct rlimit rl = { (rlim_t)dirs + 1024, (rlim_t)dirs + 1024 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	last = make_tree(root, dirs);
 	for (int r = 0; r < runs; r++) {
 		for (int i = 0; i < nw; i++) {
