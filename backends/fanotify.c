@@ -1227,6 +1227,7 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 			if (pr.oname.len > NAME_MAX || pr.odfid.len > ID_MAX)
 				break;
 			memcpy(l->name, pr.oname.name, pr.oname.len);
+			l->name[pr.oname.len] = '\0';
 			l->name_len = pr.oname.len;
 			memcpy(up->id, pr.odfid.data, pr.odfid.len);
 			up->idlen = pr.odfid.len;
