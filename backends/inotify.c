@@ -154,7 +154,6 @@ static uint32_t node_mask(const struct nx_node *n)
 
 /* ---- kernel watches ---- */
 
-
 static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
 {
 	uint32_t mask = node_mask(n);
