@@ -974,14 +974,13 @@ static void dry_point(struct notifyx *nx)
 
 /* ---- reading the kernel queue ---- */
 
-/* Indexes the directory moves among the records read since the last call:
- * resolve() looks for them (filesystem marks only). */
+/* Indexes the directory moves among the records read since the last call.
+ * Only resolve() looks for them, and calls it: reading decodes nothing
+ * twice when no directory is to be found. */
 static void index_moves(struct fan *fa)
 {
 	struct fanrec r;
 
-	if (!fa->nfswatches)
-		fa->indexed = fa->len;
 	while (fa->indexed < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, fa->indexed, &r);
 		if (!r.size) /* a length that cannot be trusted: see handle_records */
@@ -1024,7 +1023,6 @@ static ssize_t fan_read(struct fan *fa, size_t size)
 	/* A read that filled its room: the kernel may hold more, such as the
 	 * second FAN_RENAME of an exchange. */
 	fa->more = size - (size_t)n < 4096;
-	index_moves(fa);
 	return n;
 }
 
@@ -1050,7 +1048,7 @@ static void consume(struct fan *fa, size_t pos)
 
 	memmove(fa->buf, fa->buf + pos, fa->len - pos);
 	fa->len -= pos;
-	fa->indexed = fa->len;
+	fa->indexed = fa->indexed > pos ? fa->indexed - pos : 0;
 	for (size_t i = fa->pend_start; i < fa->npending; i++) {
 		if (fa->pending[i].pos >= pos) {
 			fa->pending[j] = fa->pending[i];
@@ -1301,6 +1299,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain))))
 		return kobj_find(fa, id);
 	sure = read_ahead(fa);
+	index_moves(fa);
 	for (int tries = 0;; tries++) {
 		size_t seen = fa->len;
 		if ((fd = open_handle(fa, fm, id->data, id->len)) < 0) {
@@ -1317,6 +1316,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 		memcpy(chain[0].id, id->data, id->len);
 		n = climb(nx, chain, RESOLVE_DEPTH);
 		sure = read_ahead(fa) && sure;
+		index_moves(fa);
 		if (!moved_since(fa, seen, chain, n))
 			break;
 		if (tries == CLIMB_TRIES) {
