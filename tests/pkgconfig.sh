@@ -8,7 +8,8 @@ trap 'rm -rf "$stage"' EXIT
 make -s -C "$top_builddir" install DESTDIR="$stage" >/dev/null
 pc=$(find "$stage" -name libnotifyx.pc)
 [ -n "$pc" ] || { echo "libnotifyx.pc was not installed"; exit 1; }
-export PKG_CONFIG_SYSROOT_DIR="$stage" PKG_CONFIG_LIBDIR="$(dirname "$pc")"
+PKG_CONFIG_LIBDIR=$(dirname "$pc")
+export PKG_CONFIG_SYSROOT_DIR="$stage" PKG_CONFIG_LIBDIR
 cat >"$stage/prog.c" <<'C'
 #include <notifyx.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ int main(void)
 	return notifyx_close(nx);
 }
 C
+# shellcheck disable=SC2046 # the flags are words to split
 ${CC:-cc} -std=c99 -Wall -Werror -pedantic $(pkg-config --cflags libnotifyx) \
 	-o "$stage/prog" "$stage/prog.c" $(pkg-config --libs libnotifyx)
 LD_LIBRARY_PATH="$(dirname "$(find "$stage" -name 'libnotifyx.so' | head -n 1)")" "$stage/prog"

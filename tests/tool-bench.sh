@@ -20,7 +20,7 @@ done
 for b in fanotify dnotify poll; do
 	grep -q "^$b " "$tmp/out" || fail "no line for $b"
 done
-[ -z "$(ls -A "$tmp/tree" | grep notifyx-bench)" ] || fail "scratch directory left in DIR"
+[ -z "$(find "$tmp/tree" -maxdepth 1 -name '*notifyx-bench*')" ] || fail "scratch directory left in DIR"
 
 "$NX" bench -r 0 "$tmp/tree" >/dev/null 2>&1; [ $? = 2 ] || fail "-r 0 is not a usage error"
 "$NX" bench "$tmp/tree" "$tmp" >/dev/null 2>&1; [ $? = 2 ] || fail "two DIRs are not a usage error"
