@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <poll.h>
 #include <pthread.h>
@@ -539,10 +540,26 @@ static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
 	return done;
 }
 
+/* A read never waits when the handle has NOTIFYX_NONBLOCK or when the
+ * application made notifyx_fd non-blocking itself (libuv's uv_poll_init
+ * does): its event loop expects EAGAIN after a spurious readiness, not a
+ * wait.  The flag is asked for at each read that would wait, since the
+ * application may set or clear it at any time; one fcntl is cheap beside the
+ * wait it avoids. */
+static bool nonblocking(const struct notifyx *nx)
+{
+	int fl;
+
+	if (nx->flags & NOTIFYX_NONBLOCK)
+		return true;
+	fl = fcntl(nx->epfd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
 NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = -1, .events = POLLIN };
-	bool masked = false;
+	bool block;
 	sigset_t mask;
 	size_t done;
 	int err;
@@ -558,11 +575,11 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 	 * caller's mask (as pselect does), so a signal that comes while it
 	 * processes still ends the wait: like poll(2), a caught signal ends a
 	 * blocking read with EINTR. */
-	if (!nx->queue.count && !(nx->flags & NOTIFYX_NONBLOCK)) {
+	block = !nx->queue.count && !nonblocking(nx);
+	if (block) {
 		sigset_t all;
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
-		masked = true;
 	}
 	while (!nx->queue.count) {
 		if (nx->ops->process(nx) < 0 && !nx->queue.count)
@@ -570,7 +587,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		if (nx->queue.count)
 			break;
 		sync_ready(nx);
-		if (nx->flags & NOTIFYX_NONBLOCK) {
+		if (!block) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -583,7 +600,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
 			goto fail;
 	}
-	if (masked)
+	if (block)
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	done = copy_out(nx, buf, len);
 	sync_ready(nx);
@@ -594,7 +611,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 	return (ssize_t)done;
 fail:
 	err = errno;
-	if (masked)
+	if (block)
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	errno = err;
 	return -1;
