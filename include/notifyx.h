@@ -35,7 +35,7 @@ extern "C" {
 
 struct notifyx; /* opaque handle */
 
-#define NOTIFYX_BACKEND_AUTO     0u /* inotify; else dnotify; else poll */
+#define NOTIFYX_BACKEND_AUTO     0u /* inotify; else fanotify; else poll (never dnotify) */
 #define NOTIFYX_BACKEND_INOTIFY  1u
 #define NOTIFYX_BACKEND_FANOTIFY 2u
 #define NOTIFYX_BACKEND_DNOTIFY  3u

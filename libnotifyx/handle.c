@@ -20,7 +20,7 @@
 
 #include "nx.h"
 
-/* Indexed by NOTIFYX_BACKEND_*; NULL where this version has none. */
+/* Indexed by NOTIFYX_BACKEND_* (AUTO is not a backend). */
 static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
@@ -29,8 +29,11 @@ static const struct nx_backend *const backends[] = {
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
+/* What NOTIFYX_BACKEND_AUTO tries, in order, after any failure of the one
+ * before.  Never dnotify: it takes a real-time signal and SIGIO for the whole
+ * process, which only an application that names it may give away. */
 static const uint32_t auto_order[] = {
-	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_DNOTIFY, NOTIFYX_BACKEND_POLL,
+	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY, NOTIFYX_BACKEND_POLL,
 };
 
 uint64_t nx_now_ns(void)
@@ -121,10 +124,6 @@ static int backend_from_env(uint32_t *backend)
 
 static int start_backend(struct notifyx *nx, uint32_t id)
 {
-	if (!backends[id]) {
-		errno = ENOSYS; /* not in this version of the library */
-		return -1;
-	}
 	nx->ops = backends[id];
 	if (nx->ops->open(nx) < 0) {
 		nx->ops = NULL;
@@ -171,10 +170,9 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 			goto fail;
 		return nx;
 	}
-	/* Backends this version does not have are not tried: the errno is
-	 * then the last real backend's. */
+	/* When none starts, the errno is the last one's. */
 	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		if (backends[auto_order[i]] && start_backend(nx, auto_order[i]) == 0)
+		if (start_backend(nx, auto_order[i]) == 0)
 			return nx;
 	}
 fail:
