@@ -69,7 +69,7 @@ static void on_events(uv_poll_t *w, int status, int events)
 	}
 	/* until EAGAIN: the descriptor is level-triggered, nothing is lost */
 	while ((n = notifyx_read(app->nx, buf.bytes, sizeof buf.bytes)) > 0) {
-		for (ev = &buf.ev; (const char *)ev < buf.bytes + n; ev = notifyx_event_next(ev)) {
+		notifyx_for_each_event(ev, buf.bytes, n) {
 			const char *name = notifyx_event_name(ev->mask);
 			const char *path = notifyx_event_path(ev);
 

@@ -168,6 +168,21 @@ static inline const char *notifyx_event_old_path(const struct notifyx_event *ev)
 	return ev->old_path_len ? ev->names + ev->path_len + 1 : NULL;
 }
 
+/*
+ * A loop over the events of the n bytes notifyx_read put in buf (none when
+ * n <= 0, so its -1 needs no test first), as io_uring_for_each_cqe:
+ *	const struct notifyx_event *ev;
+ *	notifyx_for_each_event(ev, buf, n)
+ *		printf("%s\n", notifyx_event_path(ev));
+ * ev is the caller's const struct notifyx_event *; buf and n are evaluated at
+ * each step.
+ */
+#define notifyx_for_each_event(ev, buf, n)                                          \
+	for ((ev) = (const struct notifyx_event *)(const void *)(buf);               \
+	     (n) > 0 && (size_t)((const char *)(ev) - (const char *)(const void *)(buf)) < \
+			    (size_t)(n);                                             \
+	     (ev) = notifyx_event_next(ev))
+
 #ifdef __cplusplus
 }
 #endif

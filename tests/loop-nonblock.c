@@ -72,7 +72,7 @@ static int drain(struct state *s)
 	int count = 0;
 
 	while ((n = notifyx_read(s->nx, buf.bytes, sizeof buf.bytes)) > 0) {
-		for (ev = &buf.ev; (const char *)ev < buf.bytes + n; ev = notifyx_event_next(ev)) {
+		notifyx_for_each_event(ev, buf.bytes, n) {
 			count++;
 			if (ev->mask == NOTIFYX_CREATE)
 				s->events++;

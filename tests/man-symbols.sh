@@ -46,10 +46,14 @@ if [ ! -f "$header" ]; then
 	exit 1
 fi
 
+# The header without preprocessor lines and their continuation lines.
+code() {
+	awk '/^[[:space:]]*#/ || cont { cont = /\\$/; next } { print }' "$header"
+}
+
 # Functions declared in the header: an identifier notifyx_* directly
 # followed by "(" at the start of a declarator, outside comments.
-funcs=$(sed -e 's|/\*.*\*/||g' "$header" |
-	grep -v '^[[:space:]]*#' |
+funcs=$(code | sed -e 's|/\*.*\*/||g' |
 	grep -o '\*\{0,1\}notifyx_[a-z0-9_]*[[:space:]]*(' |
 	sed -e 's/^\*//' -e 's/[[:space:]]*($//' | sort -u)
 if [ -z "$funcs" ]; then
@@ -59,12 +63,16 @@ fi
 for f in $funcs; do
 	need_page "$f" "declared in include/notifyx.h"
 done
+# Function-like macros named like functions (notifyx_for_each_event).
+for f in $(sed -n 's/^#define \(notifyx_[a-z0-9_]*\)(.*/\1/p' "$header"); do
+	need_page "$f" "a macro of include/notifyx.h"
+done
 
 # Each prototype in the header appears, word for word (white space aside),
 # in the SYNOPSIS of its page (needs mandoc to render the page).
 MANDOC=${MANDOC:-mandoc}
 if command -v "$MANDOC" >/dev/null 2>&1 && command -v col >/dev/null 2>&1; then
-	protos=$(grep -v '^[[:space:]]*#' "$header" | awk '
+	protos=$(code | awk '
 		{ buf = buf $0 " " }
 		END {
 			n = length(buf); i = 1; out = ""
