@@ -130,7 +130,8 @@ _Static_assert(NOTIFYX_EVENT_MAX % 8 == 0, "the largest record, padded to 8, fit
 /* NULL config: all defaults (AUTO, blocking reads).  A backend that cannot
  * start fails with the errno that says why; AUTO with the last one's. */
 struct notifyx *notifyx_open(const struct notifyx_config *config);
-/* Releases every descriptor and all memory; NULL does nothing. */
+/* Releases every descriptor and all memory; NULL does nothing.  The one call
+ * allowed on a handle inherited through fork(2): the parent's goes on. */
 int      notifyx_close(struct notifyx *nx);
 /* Readable when notifyx_read may return events; owned by the handle. */
 int      notifyx_fd(const struct notifyx *nx);
@@ -155,7 +156,8 @@ const char *notifyx_watch_path(const struct notifyx *nx, int wd);
 /* Whole events, at most len bytes, never 0.  Blocks until one comes, unless
  * NOTIFYX_NONBLOCK or O_NONBLOCK on notifyx_fd: then -1 with EAGAIN.  When
  * the next event does not fit in len: -1 with EINVAL, nothing consumed.
- * IGNORED is the last event of a wd.  buf must be aligned as a uint64_t. */
+ * IGNORED is the last event of a wd.  Records are read in place: align buf
+ * for struct notifyx_event (an array of uint64_t is). */
 ssize_t  notifyx_read(struct notifyx *nx, void *buf, size_t len);
 
 /* The record after ev in a buffer filled by notifyx_read. */

@@ -46,14 +46,30 @@ if [ ! -f "$header" ]; then
 	exit 1
 fi
 
-# The header without preprocessor lines and their continuation lines.
+# The header without comments, preprocessor lines and their continuation
+# lines (a macro's body or a comment's words are no declarations).
 code() {
-	awk '/^[[:space:]]*#/ || cont { cont = /\\$/; next } { print }' "$header"
+	awk '
+		!incom && (/^[[:space:]]*#/ || cont) { cont = /\\$/; next }
+		{
+			out = ""; line = $0
+			while (line != "") {
+				if (incom) {
+					i = index(line, "*/")
+					if (!i) { line = ""; break }
+					line = substr(line, i + 2); incom = 0; continue
+				}
+				i = index(line, "/*")
+				if (!i) { out = out line; break }
+				out = out substr(line, 1, i - 1); line = substr(line, i + 2); incom = 1
+			}
+			print out
+		}' "$header"
 }
 
 # Functions declared in the header: an identifier notifyx_* directly
 # followed by "(" at the start of a declarator, outside comments.
-funcs=$(code | sed -e 's|/\*.*\*/||g' |
+funcs=$(code |
 	grep -o '\*\{0,1\}notifyx_[a-z0-9_]*[[:space:]]*(' |
 	sed -e 's/^\*//' -e 's/[[:space:]]*($//' | sort -u)
 if [ -z "$funcs" ]; then
