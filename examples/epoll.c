@@ -50,13 +50,16 @@ static struct notifyx *open_backend(uint32_t backend)
 static int drain(const struct source *src)
 {
 	const char *backend = notifyx_backend_name(notifyx_backend(src->nx));
-	char buf[NOTIFYX_EVENT_MAX];
+	/* union: the records need the alignment of struct notifyx_event */
+	static union {
+		struct notifyx_event ev;
+		char bytes[NOTIFYX_EVENT_MAX];
+	} buf;
+	const struct notifyx_event *ev;
 	ssize_t n;
 
-	while ((n = notifyx_read(src->nx, buf, sizeof(buf))) > 0) {
-		const struct notifyx_event *ev = (const void *)buf;
-
-		for (; (const char *)ev < buf + n; ev = notifyx_event_next(ev)) {
+	while ((n = notifyx_read(src->nx, buf.bytes, sizeof(buf.bytes))) > 0) {
+		notifyx_for_each_event(ev, buf.bytes, n) {
 			const char *name = notifyx_event_name(ev->mask);
 
 			printf("%s %s %s/%s\n", backend, name ? name : "?", src->dir,

@@ -151,14 +151,17 @@ static void forget(struct daemon *d, struct watch *w)
 static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct daemon *d = w->data;
-	char buf[NOTIFYX_EVENT_MAX];
+	/* union: the records need the alignment of struct notifyx_event */
+	static union {
+		struct notifyx_event ev;
+		char bytes[NOTIFYX_EVENT_MAX];
+	} buf;
+	const struct notifyx_event *ev;
 	ssize_t n;
 
 	(void)revents;
-	while ((n = notifyx_read(d->nx, buf, sizeof(buf))) > 0) {
-		const struct notifyx_event *ev = (const void *)buf;
-
-		for (; (const char *)ev < buf + n; ev = notifyx_event_next(ev)) {
+	while ((n = notifyx_read(d->nx, buf.bytes, sizeof(buf.bytes))) > 0) {
+		notifyx_for_each_event(ev, buf.bytes, n) {
 			struct watch *wt = find(d, ev->wd);
 			const char *name = notifyx_event_name(ev->mask);
 			const char *path = notifyx_event_path(ev);

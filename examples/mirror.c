@@ -418,7 +418,7 @@ static void drain(void)
 				continue;
 			fatal("notifyx_read");
 		}
-		for (ev = &buf.ev; (const char *)ev < buf.bytes + n; ev = notifyx_event_next(ev))
+		notifyx_for_each_event(ev, buf.bytes, n)
 			apply(ev);
 	}
 }

@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 			perror("notifyx_read");
 			goto out;
 		}
-		for (ev = &buf.ev; (const char *)ev < buf.bytes + n; ev = notifyx_event_next(ev)) {
+		notifyx_for_each_event(ev, buf.bytes, n) {
 			print_event(ev);
 			if (selftest && ev->mask == NOTIFYX_CREATE &&
 			    strcmp(notifyx_event_path(ev), "hello") == 0)

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* ---- versions ---------------------------------------------------------- */
+/* ---- versions ------------------------------------------------------------ */
 
 #define NOTIFYX_VERSION_MAJOR 0
 #define NOTIFYX_VERSION_MINOR 1
@@ -31,26 +31,27 @@ extern "C" {
 	 (NOTIFYX_VERSION_MAJOR == (major) && NOTIFYX_VERSION_MINOR == (minor) && \
 	  NOTIFYX_VERSION_PATCH >= (patch)))
 
-/* ---- handle and configuration ------------------------------------------ */
+/* ---- handle and configuration -------------------------------------------- */
 
 struct notifyx; /* opaque handle */
 
-#define NOTIFYX_BACKEND_AUTO     0u /* inotify; else dnotify; else poll */
+#define NOTIFYX_BACKEND_AUTO     0u /* inotify; else fanotify; else poll; never dnotify */
 #define NOTIFYX_BACKEND_INOTIFY  1u
 #define NOTIFYX_BACKEND_FANOTIFY 2u
 #define NOTIFYX_BACKEND_DNOTIFY  3u
 #define NOTIFYX_BACKEND_POLL     4u
 
 /* notifyx_config.flags */
-#define NOTIFYX_NONBLOCK 0x1u /* notifyx_read fails with EAGAIN instead of blocking */
+#define NOTIFYX_NONBLOCK 0x1u /* notifyx_read fails with EAGAIN instead of blocking
+				 (so does O_NONBLOCK set on notifyx_fd) */
 
 struct notifyx_config {
 	uint32_t size;             /* sizeof(struct notifyx_config) as the caller compiled it */
 	uint32_t backend;          /* NOTIFYX_BACKEND_* */
 	uint32_t flags;            /* NOTIFYX_NONBLOCK */
 	uint32_t poll_interval_ms; /* scanning backends: 0 means the default, 1000 */
-	int32_t  signal;           /* dnotify backend: 0 means the documented default real-time signal */
-	uint32_t queue_max;        /* events held in the library before NOTIFYX_OVERFLOW; 0: default */
+	int32_t  signal;           /* dnotify backend: 0 means the default, SIGRTMIN+5 */
+	uint32_t queue_max;        /* events held in the library before NOTIFYX_OVERFLOW; 0: 16384 */
 };
 
 /* ---- events -------------------------------------------------------------- */
@@ -102,27 +103,13 @@ struct notifyx_event {
 	char     names[];      /* path NUL, then old_path NUL when old_path_len > 0, then zero padding */
 };
 
-/* The record is plain data, identical on 32- and 64-bit systems. */
+/* The record is plain data, identical on 32- and 64-bit systems; every field
+ * offset is pinned by tests/abi/layout.c. */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct notifyx_event) == 32, "notifyx_event header is 32 bytes");
 _Static_assert(_Alignof(struct notifyx_event) == 4, "notifyx_event alignment");
-_Static_assert(offsetof(struct notifyx_event, size) == 0, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, wd) == 4, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, mask) == 8, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, flags) == 12, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, cookie) == 16, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, error) == 20, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, path_len) == 24, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, old_path_len) == 28, "notifyx_event layout");
-_Static_assert(offsetof(struct notifyx_event, names) == 32, "notifyx_event layout");
 _Static_assert(sizeof(struct notifyx_config) == 24, "notifyx_config version 0 is 24 bytes");
 _Static_assert(_Alignof(struct notifyx_config) == 4, "notifyx_config alignment");
-_Static_assert(offsetof(struct notifyx_config, size) == 0, "notifyx_config layout");
-_Static_assert(offsetof(struct notifyx_config, backend) == 4, "notifyx_config layout");
-_Static_assert(offsetof(struct notifyx_config, flags) == 8, "notifyx_config layout");
-_Static_assert(offsetof(struct notifyx_config, poll_interval_ms) == 12, "notifyx_config layout");
-_Static_assert(offsetof(struct notifyx_config, signal) == 16, "notifyx_config layout");
-_Static_assert(offsetof(struct notifyx_config, queue_max) == 20, "notifyx_config layout");
 #endif
 
 /* one event is never larger than this; a buffer of this size always makes progress */
@@ -132,23 +119,46 @@ _Static_assert(NOTIFYX_EVENT_MAX == 32 + 2 * 4096, "NOTIFYX_EVENT_MAX: a 32-byte
 _Static_assert(NOTIFYX_EVENT_MAX % 8 == 0, "the largest record, padded to 8, fits NOTIFYX_EVENT_MAX exactly");
 #endif
 
-/* ---- functions ------------------------------------------------------------ */
+/*
+ * Every function fails as the system calls do: -1 (or NULL) and errno;
+ * unknown bits in a flags or events argument are EINVAL.  After fork(2),
+ * every call on an inherited handle but notifyx_close fails with ECHILD.
+ */
 
-struct notifyx *notifyx_open(const struct notifyx_config *config); /* NULL config: all defaults */
+/* ---- lifecycle ----------------------------------------------------------- */
+
+/* NULL config: all defaults (AUTO, blocking reads).  A backend that cannot
+ * start fails with the errno that says why; AUTO with the last one's. */
+struct notifyx *notifyx_open(const struct notifyx_config *config);
+/* Releases every descriptor and all memory; NULL does nothing.  The one call
+ * allowed on a handle inherited through fork(2): the parent's goes on. */
 int      notifyx_close(struct notifyx *nx);
+/* Readable when notifyx_read may return events; owned by the handle. */
 int      notifyx_fd(const struct notifyx *nx);
-int      notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t events, uint32_t flags);
-int      notifyx_rm_watch(struct notifyx *nx, int wd);
-int      notifyx_exclude(struct notifyx *nx, const char *pattern);
-ssize_t  notifyx_read(struct notifyx *nx, void *buf, size_t len);
+/* The backend in use, never AUTO; 0 for NULL. */
 uint32_t notifyx_backend(const struct notifyx *nx);
+/* The event types notifyx_add_watch accepts (others: EOPNOTSUPP); 0 for NULL. */
 uint32_t notifyx_supported_events(const struct notifyx *nx);
-const char *notifyx_watch_path(const struct notifyx *nx, int wd);
-const char *notifyx_backend_name(uint32_t backend);   /* "inotify", ...; NULL if unknown */
-const char *notifyx_event_name(uint32_t mask);        /* "create", ...; NULL unless one known bit */
-const char *notifyx_version(void);                    /* "MAJOR.MINOR.PATCH" of the library */
 
-/* ---- record access ---------------------------------------------------------- */
+/* ---- watches ------------------------------------------------------------- */
+
+/* A new positive wd, never reused by the handle. */
+int      notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t events, uint32_t flags);
+/* Events already queued stay readable; then the wd's IGNORED, its last event. */
+int      notifyx_rm_watch(struct notifyx *nx, int wd);
+/* fnmatch(3) pattern for the watches added after this call. */
+int      notifyx_exclude(struct notifyx *nx, const char *pattern);
+/* The root as given to notifyx_add_watch, until the wd's IGNORED is read. */
+const char *notifyx_watch_path(const struct notifyx *nx, int wd);
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* Whole events, at most len bytes, never 0.  Blocks until one comes, unless
+ * NOTIFYX_NONBLOCK or O_NONBLOCK on notifyx_fd: then -1 with EAGAIN.  When
+ * the next event does not fit in len: -1 with EINVAL, nothing consumed.
+ * IGNORED is the last event of a wd.  Records are read in place: align buf
+ * for struct notifyx_event (an array of uint64_t is). */
+ssize_t  notifyx_read(struct notifyx *nx, void *buf, size_t len);
 
 /* The record after ev in a buffer filled by notifyx_read. */
 static inline const struct notifyx_event *
@@ -157,6 +167,7 @@ notifyx_event_next(const struct notifyx_event *ev)
 	return (const struct notifyx_event *)(const void *)((const char *)ev + ev->size);
 }
 
+/* Relative to the watch root: "" is the root itself. */
 static inline const char *notifyx_event_path(const struct notifyx_event *ev)
 {
 	return ev->names;
@@ -167,6 +178,27 @@ static inline const char *notifyx_event_old_path(const struct notifyx_event *ev)
 {
 	return ev->old_path_len ? ev->names + ev->path_len + 1 : NULL;
 }
+
+/*
+ * A loop over the events of the n bytes notifyx_read put in buf (none when
+ * n <= 0, so its -1 needs no test first), as io_uring_for_each_cqe:
+ *	const struct notifyx_event *ev;
+ *	notifyx_for_each_event(ev, buf, n)
+ *		puts(notifyx_event_path(ev));
+ * ev is the caller's const struct notifyx_event *; buf and n are evaluated at
+ * each step.
+ */
+#define notifyx_for_each_event(ev, buf, n)                                          \
+	for ((ev) = (const struct notifyx_event *)(const void *)(buf);               \
+	     (n) > 0 && (size_t)((const char *)(ev) - (const char *)(const void *)(buf)) < \
+			    (size_t)(n);                                             \
+	     (ev) = notifyx_event_next(ev))
+
+/* ---- names --------------------------------------------------------------- */
+
+const char *notifyx_backend_name(uint32_t backend);   /* "inotify", ...; NULL if unknown */
+const char *notifyx_event_name(uint32_t mask);        /* "create", ...; NULL unless one known bit */
+const char *notifyx_version(void);                    /* "MAJOR.MINOR.PATCH" of the library */
 
 #ifdef __cplusplus
 }

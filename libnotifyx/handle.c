@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,7 +20,7 @@
 
 #include "nx.h"
 
-/* Indexed by NOTIFYX_BACKEND_*; NULL where this version has none. */
+/* Indexed by NOTIFYX_BACKEND_* (AUTO is not a backend). */
 static const struct nx_backend *const backends[] = {
 	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
 	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
@@ -28,8 +29,11 @@ static const struct nx_backend *const backends[] = {
 };
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 
+/* What NOTIFYX_BACKEND_AUTO tries, in order, after any failure of the one
+ * before.  Never dnotify: it takes a real-time signal and SIGIO for the whole
+ * process, which only an application that names it may give away. */
 static const uint32_t auto_order[] = {
-	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_DNOTIFY, NOTIFYX_BACKEND_POLL,
+	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY, NOTIFYX_BACKEND_POLL,
 };
 
 uint64_t nx_now_ns(void)
@@ -120,10 +124,6 @@ static int backend_from_env(uint32_t *backend)
 
 static int start_backend(struct notifyx *nx, uint32_t id)
 {
-	if (!backends[id]) {
-		errno = ENOSYS; /* not in this version of the library */
-		return -1;
-	}
 	nx->ops = backends[id];
 	if (nx->ops->open(nx) < 0) {
 		nx->ops = NULL;
@@ -170,10 +170,9 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 			goto fail;
 		return nx;
 	}
-	/* Backends this version does not have are not tried: the errno is
-	 * then the last real backend's. */
+	/* When none starts, the errno is the last one's. */
 	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		if (backends[auto_order[i]] && start_backend(nx, auto_order[i]) == 0)
+		if (start_backend(nx, auto_order[i]) == 0)
 			return nx;
 	}
 fail:
@@ -539,10 +538,26 @@ static size_t copy_out(struct notifyx *nx, char *buf, size_t len)
 	return done;
 }
 
+/* A read never waits when the handle has NOTIFYX_NONBLOCK or when the
+ * application made notifyx_fd non-blocking itself (libuv's uv_poll_init
+ * does): its event loop expects EAGAIN after a spurious readiness, not a
+ * wait.  The flag is asked for at each read that would wait, since the
+ * application may set or clear it at any time; one fcntl is cheap beside the
+ * wait it avoids. */
+static bool nonblocking(const struct notifyx *nx)
+{
+	int fl;
+
+	if (nx->flags & NOTIFYX_NONBLOCK)
+		return true;
+	fl = fcntl(nx->epfd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
 NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = -1, .events = POLLIN };
-	bool masked = false;
+	bool block;
 	sigset_t mask;
 	size_t done;
 	int err;
@@ -558,11 +573,11 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 	 * caller's mask (as pselect does), so a signal that comes while it
 	 * processes still ends the wait: like poll(2), a caught signal ends a
 	 * blocking read with EINTR. */
-	if (!nx->queue.count && !(nx->flags & NOTIFYX_NONBLOCK)) {
+	block = !nx->queue.count && !nonblocking(nx);
+	if (block) {
 		sigset_t all;
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
-		masked = true;
 	}
 	while (!nx->queue.count) {
 		if (nx->ops->process(nx) < 0 && !nx->queue.count)
@@ -570,7 +585,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		if (nx->queue.count)
 			break;
 		sync_ready(nx);
-		if (nx->flags & NOTIFYX_NONBLOCK) {
+		if (!block) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -583,7 +598,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
 			goto fail;
 	}
-	if (masked)
+	if (block)
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	done = copy_out(nx, buf, len);
 	sync_ready(nx);
@@ -594,7 +609,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 	return (ssize_t)done;
 fail:
 	err = errno;
-	if (masked)
+	if (block)
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	errno = err;
 	return -1;

@@ -1233,13 +1233,14 @@ static void on_alarm(int sig)
 struct rescue {
 	const char *path;
 	volatile int done;
+	long delay_ms; /* 0: 3000 */
 };
 
-/* Bounds a read that fails to end: makes an event after 3 s. */
+/* Bounds a read that fails to end: makes an event after 3 s (delay_ms). */
 static void *rescue_thread(void *arg)
 {
 	struct rescue *r = arg;
-	long end = tu_now_ms() + 3000;
+	long end = tu_now_ms() + (r->delay_ms ? r->delay_ms : 3000);
 
 	while (!r->done && tu_now_ms() < end)
 		tu_sleep_ms(10);
@@ -1258,7 +1259,7 @@ static void read_eintr_one(struct tu_fix *f, int sa_flags, const char *how)
 	struct sigaction sa, old;
 	struct itimerval it = { { 0, 0 }, { 0, 100000 } };
 	char buf[NOTIFYX_EVENT_MAX];
-	struct rescue rs = { tu_path(f->dir, tu_fmt("rescue-%d", sa_flags)), 0 };
+	struct rescue rs = { tu_path(f->dir, tu_fmt("rescue-%d", sa_flags)), 0, 0 };
 	pthread_t th;
 	ssize_t r;
 	int err;
@@ -1311,6 +1312,68 @@ static void read_eintr(void **state)
 	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 }
 
+/* 0.2: O_NONBLOCK set on notifyx_fd by the application (libuv's uv_poll_init
+ * does) makes a blocking handle's reads non-blocking, and clearing it makes
+ * them block again. */
+static void read_fd_nonblock(void **state)
+{
+	struct tu_fix *f = F(state);
+	struct notifyx *nx = tu_open(0, 0);
+	union {
+		struct notifyx_event ev;
+		char b[NOTIFYX_EVENT_MAX];
+	} buf;
+	struct rescue rs = { tu_path(f->dir, "rescue"), 0, 0 };
+	pthread_t th;
+	ssize_t r;
+	int fd, fl, err;
+
+	assert_non_null(nx);
+	assert_true(notifyx_add_watch(nx, f->dir, NOTIFYX_CREATE, 0) > 0);
+	fd = notifyx_fd(nx);
+	fl = fcntl(fd, F_GETFL);
+	assert_true(fl >= 0);
+	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+	/* Without the rule the read waits until the thread makes a file. */
+	assert_int_equal(pthread_create(&th, NULL, rescue_thread, &rs), 0);
+	r = notifyx_read(nx, buf.b, sizeof buf.b);
+	err = errno;
+	rs.done = 1;
+	pthread_join(th, NULL);
+	if (r != -1 || err != EAGAIN)
+		fail_msg("blocking handle, O_NONBLOCK on its descriptor, nothing happened: expected "
+			 "-1 EAGAIN, actual %zd errno %s", r, r < 0 ? strerrorname_np(err) : "-");
+	tu_touch(tu_path(f->dir, "f"));
+	/* Events still come (poll, as an event loop would, then read). */
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long end = tu_now_ms() + TU_WAIT_MS;
+
+		do {
+			(void)poll(&pfd, 1, 100);
+			r = notifyx_read(nx, buf.b, sizeof buf.b);
+		} while (r < 0 && errno == EAGAIN && tu_now_ms() < end);
+	}
+	if (r <= 0)
+		fail_msg("O_NONBLOCK on the descriptor: no event read (%s)", strerrorname_np(errno));
+	TU_STREQ("O_NONBLOCK on the descriptor, first event", "f", buf.ev.names);
+	/* Cleared again: the read waits for the thread's file. */
+	assert_int_equal(fcntl(fd, F_SETFL, fl), 0);
+	rs.path = tu_path(f->dir, "made-by-thread");
+	rs.done = 0;
+	rs.delay_ms = 200;
+	assert_int_equal(pthread_create(&th, NULL, rescue_thread, &rs), 0);
+	r = notifyx_read(nx, buf.b, sizeof buf.b);
+	err = errno;
+	rs.done = 1;
+	pthread_join(th, NULL);
+	if (r <= 0)
+		fail_msg("O_NONBLOCK cleared: expected a blocking read to return the thread's "
+			 "event, actual %zd errno %s", r, strerrorname_np(err));
+	TU_STREQ("O_NONBLOCK cleared, blocking read", "made-by-thread", buf.ev.names);
+	notifyx_close(nx);
+}
+
 static void read_blocking_gets_events(void **state)
 {
 	struct tu_fix *f = F(state);
@@ -1319,7 +1382,7 @@ static void read_blocking_gets_events(void **state)
 		struct notifyx_event ev;
 		char b[NOTIFYX_EVENT_MAX];
 	} buf;
-	struct rescue rs = { tu_path(f->dir, "made-by-thread"), 0 };
+	struct rescue rs = { tu_path(f->dir, "made-by-thread"), 0, 0 };
 	pthread_t th;
 	ssize_t r;
 
@@ -1369,6 +1432,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(read_len_and_small_buffer, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(read_nonblock_empty, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(read_eintr, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(read_fd_nonblock, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(read_blocking_gets_events, tu_setup, tu_teardown),
 	};
 	struct notifyx *nx;

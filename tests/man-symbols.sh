@@ -46,10 +46,30 @@ if [ ! -f "$header" ]; then
 	exit 1
 fi
 
+# The header without comments, preprocessor lines and their continuation
+# lines (a macro's body or a comment's words are no declarations).
+code() {
+	awk '
+		!incom && (/^[[:space:]]*#/ || cont) { cont = /\\$/; next }
+		{
+			out = ""; line = $0
+			while (line != "") {
+				if (incom) {
+					i = index(line, "*/")
+					if (!i) { line = ""; break }
+					line = substr(line, i + 2); incom = 0; continue
+				}
+				i = index(line, "/*")
+				if (!i) { out = out line; break }
+				out = out substr(line, 1, i - 1); line = substr(line, i + 2); incom = 1
+			}
+			print out
+		}' "$header"
+}
+
 # Functions declared in the header: an identifier notifyx_* directly
 # followed by "(" at the start of a declarator, outside comments.
-funcs=$(sed -e 's|/\*.*\*/||g' "$header" |
-	grep -v '^[[:space:]]*#' |
+funcs=$(code |
 	grep -o '\*\{0,1\}notifyx_[a-z0-9_]*[[:space:]]*(' |
 	sed -e 's/^\*//' -e 's/[[:space:]]*($//' | sort -u)
 if [ -z "$funcs" ]; then
@@ -59,12 +79,16 @@ fi
 for f in $funcs; do
 	need_page "$f" "declared in include/notifyx.h"
 done
+# Function-like macros named like functions (notifyx_for_each_event).
+for f in $(sed -n 's/^#define \(notifyx_[a-z0-9_]*\)(.*/\1/p' "$header"); do
+	need_page "$f" "a macro of include/notifyx.h"
+done
 
 # Each prototype in the header appears, word for word (white space aside),
 # in the SYNOPSIS of its page (needs mandoc to render the page).
 MANDOC=${MANDOC:-mandoc}
 if command -v "$MANDOC" >/dev/null 2>&1 && command -v col >/dev/null 2>&1; then
-	protos=$(grep -v '^[[:space:]]*#' "$header" | awk '
+	protos=$(code | awk '
 		{ buf = buf $0 " " }
 		END {
 			n = length(buf); i = 1; out = ""

@@ -5,10 +5,12 @@
  * abidiff cannot see (macros) or that no exported function reaches
  * (struct notifyx_event travels as bytes through notifyx_read).
  *
- * Built twice: as C11, where the checks are _Static_assert (the same lines
- * belong in <notifyx.h>), and as C99, where they are the negative-array-size
- * trick, so the header is pinned whatever the language an application uses.
- * Compiling is the test; running prints the layout for the log.
+ * Built twice: as C11, where the checks are _Static_assert (<notifyx.h>
+ * itself asserts only the sizes and alignments), and as C99, where they are
+ * the negative-array-size trick, so the header is pinned whatever the
+ * language an application uses.  Compiling is the test; running prints the
+ * layout for the log and walks a made-up buffer with notifyx_for_each_event
+ * (which must compile under -pedantic-errors too).
  */
 /* PATH_MAX, which NOTIFYX_EVENT_MAX uses, is POSIX: strict -std=c99/c11
  * <limits.h> does not define it. */
@@ -16,6 +18,7 @@
 
 #include <notifyx.h>
 
+#include <stdint.h>
 #include <stdio.h>
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -103,8 +106,31 @@ CHECK(watch_list, NOTIFYX_WATCH_LIST == 0x20);
 	printf("  %-16s offset %2zu size %zu\n", #field, offsetof(struct type, field), \
 	       sizeof(((struct type *)0)->field))
 
+/* Three records of 40, 48 and 32 bytes; the count the macro walks over n bytes. */
+static int walk(long n)
+{
+	static uint64_t buf[15];
+	static const uint32_t sizes[] = { 40, 48, 32 };
+	const struct notifyx_event *ev;
+	size_t off = 0, i;
+	int count = 0;
+
+	for (i = 0; i < 3; i++) {
+		((struct notifyx_event *)(void *)((char *)buf + off))->size = sizes[i];
+		off += sizes[i];
+	}
+	notifyx_for_each_event(ev, buf, n)
+		count++;
+	return count;
+}
+
 int main(void)
 {
+	if (walk(120) != 3 || walk(88) != 2 || walk(40) != 1 || walk(0) != 0 || walk(-1) != 0) {
+		printf("FAIL: notifyx_for_each_event walked %d, %d, %d, %d, %d records "
+		       "(expected 3, 2, 1, 0, 0)\n", walk(120), walk(88), walk(40), walk(0), walk(-1));
+		return 1;
+	}
 	printf("%s, %zu-bit pointers\n",
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 	       "C11",
