@@ -392,6 +392,9 @@ static void apply(const struct notifyx_event *ev)
 		errors++;
 		fprintf(stderr, "mirror: not watched: \"%s\": %s\n", path, strerror(ev->error));
 		break;
+	case NOTIFYX_SYNC:
+		/* The listing is complete: nothing to apply. */
+		break;
 	case NOTIFYX_IGNORED:
 		fprintf(stderr, "mirror: the watch of %s is over\n", src);
 		wd = -1;

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- versions ------------------------------------------------------------ */
 
 #define NOTIFYX_VERSION_MAJOR 0
-#define NOTIFYX_VERSION_MINOR 1
+#define NOTIFYX_VERSION_MINOR 2
 #define NOTIFYX_VERSION_PATCH 0
 
 /* True when this header is at least version major.minor.patch. */
@@ -77,6 +77,7 @@ struct notifyx_config {
 #define NOTIFYX_UNMOUNT       0x00020000u /* the filesystem holding the root was unmounted */
 #define NOTIFYX_ERROR         0x00040000u /* part of the tree is no longer watched; see error */
 #define NOTIFYX_IGNORED       0x00080000u /* the watch is gone: the last event of its wd */
+#define NOTIFYX_SYNC          0x00100000u /* 0.2: the initial listing (LIST) of this watch is complete */
 
 /* notifyx_event.flags */
 #define NOTIFYX_EVENT_ISDIR     0x1u /* the entry is a directory */

@@ -436,6 +436,9 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 		nx_map_del(&nx->watches, (uint64_t)w->wd);
 		goto fail;
 	}
+	/* The listing is made: the application's copy is complete (API.md). */
+	if (flags & NOTIFYX_WATCH_LIST)
+		nx_emit(nx, w, NOTIFYX_SYNC, 0, 0, 0, "", 0, NULL, 0);
 	w->staging = false;
 	nx_queue_splice(&nx->queue, &nx->stage, true);
 	nx->next_wd++;

@@ -8,7 +8,7 @@ static const char *const event_names[] = {
 	"access", "modify", "attrib", "close_write", "close_nowrite", "open", "create",
 	"delete", "rename", "moved_out", "moved_in", "delete_self", "move_self",
 	NULL, NULL, NULL,
-	"overflow", "unmount", "error", "ignored",
+	"overflow", "unmount", "error", "ignored", "sync",
 };
 
 NX_EXPORT const char *notifyx_event_name(uint32_t mask)

@@ -596,7 +596,7 @@ static void names(void **state)
 	{
 		uint32_t none[] = { 0, NOTIFYX_CREATE | NOTIFYX_DELETE, NOTIFYX_ALL_EVENTS,
 				    NOTIFYX_IGNORED | NOTIFYX_OVERFLOW, 0x2000, 0x4000, 0x8000,
-				    0x100000, 0x80000000u, 0xffffffffu };
+				    0x200000, 0x80000000u, 0xffffffffu };
 
 		for (i = 0; i < sizeof none / sizeof none[0]; i++)
 			if (notifyx_event_name(none[i]))
@@ -605,7 +605,8 @@ static void names(void **state)
 		for (i = 0; i < 32; i++) {
 			uint32_t bit = 1u << i;
 
-			if (!(bit & (NOTIFYX_ALL_EVENTS | TU_ALWAYS)) && notifyx_event_name(bit))
+			if (!(bit & (NOTIFYX_ALL_EVENTS | TU_ALWAYS | NOTIFYX_SYNC)) &&
+			    notifyx_event_name(bit))
 				fail_msg("notifyx_event_name(%#x) = \"%s\" for an unknown bit", bit,
 					 notifyx_event_name(bit));
 		}
@@ -1076,7 +1077,12 @@ static void list_tree(void **state)
 		  tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "a/b/c/f"), "parent a/b/c before a/b/c/f");
 	TU_BEFORE(&f->log, tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "a"),
 		  tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "a/g"), "parent a before a/g");
-	TU_EQ("events of the recursive LIST watch", 7, tu_count_wd(&f->log, wd));
+	/* One SYNC once the listing is complete, after every CREATE of it. */
+	TU_BEFORE(&f->log, tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "a/b/c/f"),
+		  TU_ONCE(&f->log, wd, NOTIFYX_SYNC, "", 0, 0), "the listing before its SYNC");
+	TU_BEFORE(&f->log, tu_find(&f->log, 0, wd, NOTIFYX_CREATE, "top"),
+		  tu_find(&f->log, 0, wd, NOTIFYX_SYNC, ""), "the listing before its SYNC");
+	TU_EQ("events of the recursive LIST watch", 8, tu_count_wd(&f->log, wd));
 	/* Non-recursive: the directory's own entries only. */
 	TU_ONCE(&f->log, flat, NOTIFYX_CREATE, "a", NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR,
 		NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR);
@@ -1084,7 +1090,8 @@ static void list_tree(void **state)
 		NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR);
 	TU_ONCE(&f->log, flat, NOTIFYX_CREATE, "top", NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR,
 		NOTIFYX_EVENT_SYNTHETIC);
-	TU_EQ("events of the flat LIST watch", 3, tu_count_wd(&f->log, flat));
+	TU_ONCE(&f->log, flat, NOTIFYX_SYNC, "", 0, 0);
+	TU_EQ("events of the flat LIST watch", 4, tu_count_wd(&f->log, flat));
 	/* A later creation is an ordinary one, reported once. */
 	tu_touch(tu_path(f->dir, "a/b/new"));
 	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "a/b/new");
@@ -1111,6 +1118,33 @@ static void list_args(void **state)
 	TU_ERRNO("LIST on a file",
 		 notifyx_add_watch(f->nx, tu_path(f->dir, "file"), NOTIFYX_CREATE,
 				   NOTIFYX_WATCH_LIST) == -1, ENOTDIR);
+	TU_ERRNO("SYNC requested",
+		 notifyx_add_watch(f->nx, f->dir, NOTIFYX_CREATE | NOTIFYX_SYNC,
+				   NOTIFYX_WATCH_LIST) == -1, EINVAL);
+}
+
+/* SYNC: once after the initial listing, even of an empty tree; never for a
+ * watch without LIST. */
+static void list_sync(void **state)
+{
+	struct tu_fix *f = F(state);
+	int empty, plain, wd;
+
+	empty = tu_add(&f->log, f->dir, NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	plain = tu_add(&f->log, f->dir, NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	TU_WAIT(&f->log, empty, NOTIFYX_SYNC, "");
+	tu_mkdir(tu_path(f->dir, "d"));
+	tu_touch(tu_path(f->dir, "d/f"));
+	TU_WAIT(&f->log, plain, NOTIFYX_CREATE, "d/f");
+	TU_WAIT(&f->log, empty, NOTIFYX_CREATE, "d/f");
+	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE, NOTIFYX_WATCH_LIST);
+	TU_WAIT(&f->log, wd, NOTIFYX_SYNC, "");
+	tu_settle(&f->log);
+	TU_ONCE(&f->log, empty, NOTIFYX_SYNC, "", 0, 0);
+	TU_NONE(&f->log, plain, NOTIFYX_SYNC, TU_ANY_PATH);
+	TU_BEFORE(&f->log, TU_ONCE(&f->log, wd, NOTIFYX_CREATE, "d", 0, 0),
+		  TU_ONCE(&f->log, wd, NOTIFYX_SYNC, "", 0, 0), "the listing before its SYNC");
+	TU_EQ("events of the flat LIST watch", 2, tu_count_wd(&f->log, wd));
 }
 
 static void list_moved_in(void **state)
@@ -1126,7 +1160,8 @@ static void list_moved_in(void **state)
 	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_MOVED_IN,
 		    NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
 	tu_settle(&f->log);
-	TU_EQ("events of a LIST watch on an empty directory", 0, tu_count_wd(&f->log, wd));
+	TU_EQ("events of a LIST watch on an empty directory (its SYNC)", 1, tu_count_wd(&f->log, wd));
+	TU_ONCE(&f->log, wd, NOTIFYX_SYNC, "", 0, 0);
 	tu_rename(tu_path(outside, "m"), tu_path(f->dir, "m"));
 	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "m/n/f");
 	tu_settle(&f->log);
@@ -1427,6 +1462,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(exclude_dir_not_entered, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(exclude_only_later_watches, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(list_tree, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(list_sync, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(list_args, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(list_moved_in, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(read_len_and_small_buffer, tu_setup, tu_teardown),

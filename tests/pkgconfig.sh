@@ -17,7 +17,10 @@ cat >"$stage/prog.c" <<'C'
 int main(void)
 {
 	struct notifyx *nx = notifyx_open(NULL);
-	if (!nx || strcmp(notifyx_version(), "0.1.0") != 0)
+	char v[32];
+	snprintf(v, sizeof v, "%d.%d.%d", NOTIFYX_VERSION_MAJOR, NOTIFYX_VERSION_MINOR,
+		 NOTIFYX_VERSION_PATCH);
+	if (!nx || strcmp(notifyx_version(), v) != 0)
 		return 1;
 	printf("%s %s\n", notifyx_version(), notifyx_backend_name(notifyx_backend(nx)));
 	return notifyx_close(nx);

@@ -46,6 +46,7 @@ static const struct {
 	{ NOTIFYX_UNMOUNT, "UNMOUNT" },
 	{ NOTIFYX_ERROR, "ERROR" },
 	{ NOTIFYX_IGNORED, "IGNORED" },
+	{ NOTIFYX_SYNC, "SYNC" },
 };
 
 uint32_t tu_backend_from_name(const char *name)
@@ -245,7 +246,7 @@ void tu_dump(const struct tu_log *log, const char *title)
 
 static int is_one_known_bit(uint32_t m)
 {
-	return m && !(m & (m - 1)) && (m & (NOTIFYX_ALL_EVENTS | TU_ALWAYS));
+	return m && !(m & (m - 1)) && (m & (NOTIFYX_ALL_EVENTS | TU_ALWAYS | NOTIFYX_SYNC));
 }
 
 /* Check one record against the rules of API.md and append it. */
@@ -292,7 +293,7 @@ static void take(struct tu_log *log, const struct notifyx_event *ev, size_t room
 	if ((ev->old_path_len != 0) != (ev->mask == NOTIFYX_RENAME))
 		fail_msg("old_path_len %u on %s \"%s\": RENAME has an old_path, nothing else has",
 			 ev->old_path_len, tu_mask_str(ev->mask), names);
-	if ((ev->mask & (NOTIFYX_UNMOUNT | NOTIFYX_IGNORED | NOTIFYX_OVERFLOW |
+	if ((ev->mask & (NOTIFYX_UNMOUNT | NOTIFYX_IGNORED | NOTIFYX_OVERFLOW | NOTIFYX_SYNC |
 			 NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF)) && ev->path_len != 0)
 		fail_msg("%s with path \"%s\": expected path \"\"", tu_mask_str(ev->mask), names);
 	if (ev->mask == NOTIFYX_RENAME && ev->old_path_len &&
@@ -316,7 +317,11 @@ static void take(struct tu_log *log, const struct notifyx_event *ev, size_t room
 		fail_msg("event %s \"%s\" for wd %d after its IGNORED (IGNORED is the last event)",
 			 tu_mask_str(ev->mask), names, ev->wd);
 	}
-	if (!(ev->mask & (w->events | TU_ALWAYS))) {
+	if (ev->mask == NOTIFYX_SYNC && !(w->flags & NOTIFYX_WATCH_LIST)) {
+		tu_dump(log, "before the bad event");
+		fail_msg("wd %d received SYNC without NOTIFYX_WATCH_LIST", ev->wd);
+	}
+	if (!(ev->mask & (w->events | TU_ALWAYS | NOTIFYX_SYNC))) {
 		tu_dump(log, "before the bad event");
 		fail_msg("wd %d received %s \"%s\" but requested only %s", ev->wd,
 			 tu_mask_str(ev->mask), names, tu_mask_str(w->events));

@@ -43,6 +43,7 @@ static const struct {
 	{ NOTIFYX_UNMOUNT, "unmount" },
 	{ NOTIFYX_ERROR, "error" },
 	{ NOTIFYX_IGNORED, "ignored" },
+	{ NOTIFYX_SYNC, "sync" },
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
@@ -63,7 +64,7 @@ static void test_event_name_each_bit(void **state)
 	}
 	/* The table covers every requestable and every always-delivered type. */
 	assert_int_equal(all, NOTIFYX_ALL_EVENTS | NOTIFYX_OVERFLOW | NOTIFYX_UNMOUNT |
-				      NOTIFYX_ERROR | NOTIFYX_IGNORED);
+				      NOTIFYX_ERROR | NOTIFYX_IGNORED | NOTIFYX_SYNC);
 }
 
 static void test_event_name_not_one_bit(void **state)
@@ -92,7 +93,7 @@ static void test_event_name_not_one_bit(void **state)
 static void test_event_name_unknown_bits(void **state)
 {
 	const uint32_t known = NOTIFYX_ALL_EVENTS | NOTIFYX_OVERFLOW | NOTIFYX_UNMOUNT |
-			       NOTIFYX_ERROR | NOTIFYX_IGNORED;
+			       NOTIFYX_ERROR | NOTIFYX_IGNORED | NOTIFYX_SYNC;
 	unsigned unknown = 0;
 
 	(void)state;
