@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -739,6 +740,366 @@ static void self_isdir(struct tu_fix *f, const char *base)
 }
 ON_BOTH(self_isdir)
 
+/* ---- a small mirror (API.md "Mirroring a tree") ------------------------------ */
+
+struct mirror {
+	struct ment {
+		char *path;
+		int isdir;
+	} *e;
+	size_t n, cap;
+};
+
+static int below_or_at(const char *p, const char *top)
+{
+	size_t l = strlen(top);
+
+	return !strncmp(p, top, l) && (!p[l] || p[l] == '/');
+}
+
+static void m_free(struct mirror *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		free(m->e[i].path);
+	free(m->e);
+	memset(m, 0, sizeof *m);
+}
+
+static void m_put(struct mirror *m, const char *path, int isdir)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 64;
+		m->e = realloc(m->e, m->cap * sizeof *m->e);
+		assert_non_null(m->e);
+	}
+	m->e[m->n].path = strdup(path);
+	assert_non_null(m->e[m->n].path);
+	m->e[m->n++].isdir = isdir;
+}
+
+static struct ment *m_find(struct mirror *m, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (!strcmp(m->e[i].path, path))
+			return &m->e[i];
+	return NULL;
+}
+
+/* Remove path and all below it (only below it when keep). */
+static void m_remove(struct mirror *m, const char *path, int keep)
+{
+	size_t i = 0;
+
+	while (i < m->n) {
+		if (below_or_at(m->e[i].path, path) && !(keep && !strcmp(m->e[i].path, path))) {
+			free(m->e[i].path);
+			m->e[i] = m->e[--m->n];
+		} else {
+			i++;
+		}
+	}
+}
+
+/* Entries at or below from get the prefix to instead (when swap, also the
+ * other way round, decided on the old names). */
+static void m_move(struct mirror *m, const char *from, const char *to, int swap)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		const char *a = NULL, *b = NULL;
+		char *p;
+
+		if (below_or_at(m->e[i].path, from))
+			a = from, b = to;
+		else if (swap && below_or_at(m->e[i].path, to))
+			a = to, b = from;
+		if (!a)
+			continue;
+		if (asprintf(&p, "%s%s", b, m->e[i].path + strlen(a)) < 0)
+			fail_msg("out of memory");
+		free(m->e[i].path);
+		m->e[i].path = p;
+	}
+}
+
+/* Apply one event as API.md "Mirroring a tree" says. */
+static void m_apply(struct mirror *m, const struct tu_ev *ev)
+{
+	int isdir = !!(ev->flags & NOTIFYX_EVENT_ISDIR);
+	struct ment *e;
+
+	switch (ev->mask) {
+	case NOTIFYX_CREATE:
+	case NOTIFYX_MOVED_IN:
+		e = m_find(m, ev->path);
+		if (e && e->isdir == isdir)
+			break;
+		m_remove(m, ev->path, 0);
+		m_put(m, ev->path, isdir);
+		break;
+	case NOTIFYX_DELETE:
+	case NOTIFYX_MOVED_OUT:
+		m_remove(m, ev->path, 0);
+		break;
+	case NOTIFYX_RENAME:
+		if (ev->flags & NOTIFYX_EVENT_EXCHANGE) {
+			m_move(m, ev->old_path, ev->path, 1);
+		} else if (m_find(m, ev->old_path)) {
+			m_remove(m, ev->path, 0);
+			m_move(m, ev->old_path, ev->path, 0);
+		} else {
+			m_remove(m, ev->path, 0);
+			m_put(m, ev->path, isdir);
+		}
+		break;
+	case NOTIFYX_DELETE_SELF:
+		m_remove(m, "", 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The tree below dfd (closed here), names matching skip left out and not
+ * entered, into m with paths below rel. */
+static void m_scan(struct mirror *m, int dfd, const char *rel, const char *skip)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *p;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (skip && !fnmatch(skip, de->d_name, 0)))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			fail_msg("fstatat %s: %s", de->d_name, strerror(errno));
+		p = join(rel, de->d_name);
+		m_put(m, p, S_ISDIR(st.st_mode));
+		if (S_ISDIR(st.st_mode))
+			m_scan(m, down(dup(dirfd(d)), de->d_name, 0), p, skip);
+		free(p);
+	}
+	closedir(d);
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct ment *)a)->path, ((const struct ment *)b)->path);
+}
+
+/* The mirror made of wd's events equals the tree at root (names matching
+ * skip left out). */
+static void mirror_equals(const struct tu_log *log, int wd, const char *root, const char *skip,
+			  const char *what)
+{
+	struct mirror m = { 0 }, disk = { 0 };
+	size_t i, j, bad = 0;
+
+	for (i = 0; i < log->n; i++)
+		if (log->ev[i].wd == wd)
+			m_apply(&m, &log->ev[i]);
+	m_scan(&disk, open_dir(root), "", skip);
+	qsort(m.e, m.n, sizeof *m.e, by_path);
+	qsort(disk.e, disk.n, sizeof *disk.e, by_path);
+	for (i = j = 0; i < m.n || j < disk.n;) {
+		int c = i == m.n ? 1 : j == disk.n ? -1 : strcmp(m.e[i].path, disk.e[j].path);
+
+		if (c < 0) {
+			print_error("  only in the mirror: %s%s\n", m.e[i].path, m.e[i].isdir ? "/" : "");
+			i++, bad++;
+		} else if (c > 0) {
+			print_error("  only on disk: %s%s\n", disk.e[j].path, disk.e[j].isdir ? "/" : "");
+			j++, bad++;
+		} else {
+			if (m.e[i].isdir != disk.e[j].isdir) {
+				print_error("  %s: a %s in the mirror, a %s on disk\n", m.e[i].path,
+					    m.e[i].isdir ? "directory" : "non-directory",
+					    disk.e[j].isdir ? "directory" : "non-directory");
+				bad++;
+			}
+			i++, j++;
+		}
+	}
+	m_free(&m);
+	m_free(&disk);
+	if (bad) {
+		dump(log, "actual");
+		fail_msg("%s: the mirror of wd %d differs from the tree in %zu entries", what, wd, bad);
+	}
+}
+
+/* ---- exchanges with what the watch does not see ------------------------------ */
+
+static void rename_exchange(const char *a, const char *b)
+{
+	if (syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) < 0) {
+		if (errno == EINVAL || errno == ENOSYS) {
+			print_message("[ SKIP     ] renameat2(RENAME_EXCHANGE) %s: %s\n", a,
+				      strerror(errno));
+			skip();
+		}
+		fail_msg("renameat2(%s, %s, RENAME_EXCHANGE): %s", a, b, strerror(errno));
+	}
+}
+
+
+enum unseen { EXCL_FILES, EXCL_DIRS, EXCL_FILE_DIR, OUT_DIRS, OUT_DIR_FILE };
+
+/* Make a directory (with entries in, in2/deeper) or a file at path. */
+static void make_entry(const char *path, int dir, const char *in)
+{
+	if (!dir) {
+		tu_write(path, in);
+		return;
+	}
+	tu_mkdir(path);
+	tu_touch(tu_path(path, in));
+	tu_mkdir(tu_path(path, tu_fmt("%s2", in)));
+	tu_touch(tu_path(path, tu_fmt("%s2/deeper", in)));
+}
+
+/* The name "site" in the watch exchanged with a place the watch does not
+ * see: "site.tmp" beside it, hidden by notifyx_exclude("*.tmp"), or
+ * "out/site" outside every watch.  inotify and fanotify: MOVED_OUT then
+ * MOVED_IN of "site", cookie 0 each, ISDIR of the entry each describes, and
+ * with LIST the arrival's contents; nothing of the unseen name.  Every
+ * backend: a mirror (LIST) and a plain recursive watch's events keep the
+ * mirror exact; the new "site" is watched, the old one not. */
+static void exchange_unseen(struct tu_fix *f, const char *base, enum unseen how)
+{
+	const char *w = tu_path(base, "w"), *site = tu_path(base, "w/site");
+	const char *other = how >= OUT_DIRS ? tu_path(base, "out/site") : tu_path(base, "w/site.tmp");
+	int old_dir = how != EXCL_FILES;
+	int new_dir = how == EXCL_DIRS || how == EXCL_FILE_DIR || how == OUT_DIRS;
+	const char *skip = how < OUT_DIRS ? "*.tmp" : NULL;
+	int list, plain, k;
+	size_t from;
+
+	if (how == EXCL_FILE_DIR)
+		old_dir = 0;
+	tu_mkdir(w);
+	tu_mkdir(tu_path(base, "out"));
+	tu_touch(tu_path(base, "w/stay"));
+	make_entry(site, old_dir, "old");
+	make_entry(other, new_dir, "new");
+	if (skip)
+		assert_int_equal(notifyx_exclude(f->nx, skip), 0);
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	plain = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	rename_exchange(other, site);
+	WAIT_FROM(&f->log, from, plain, 0, "site");
+	WAIT_FROM(&f->log, from, list, 0, "site");
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? plain : list;
+		size_t i, n = 0;
+
+		if (wd == list) /* a plain watch's mirror would lack what moved in */
+			mirror_equals(&f->log, wd, w, skip, "the mirror after the exchange");
+		for (i = from; i < f->log.n; i++) {
+			const struct tu_ev *e = &f->log.ev[i];
+
+			if (e->wd != wd)
+				continue;
+			if (strstr(e->path, ".tmp") || !below_or_at(e->path, "site")) {
+				dump(&f->log, "actual");
+				fail_msg("event #%zu of wd %d about an entry the exchange did not touch", i, wd);
+			}
+			if (f->log.scanning)
+				continue; /* the replacement rule: the mirror is what counts */
+			if (n == 0 || n == 1) {
+				uint32_t mask = n ? NOTIFYX_MOVED_IN : NOTIFYX_MOVED_OUT;
+				int dir = n ? new_dir : old_dir;
+
+				if (e->mask != mask || strcmp(e->path, "site") || e->cookie ||
+				    !!(e->flags & NOTIFYX_EVENT_ISDIR) != dir) {
+					dump(&f->log, "actual");
+					fail_msg("wd %d, event %zu after the exchange (#%zu): expected %s \"site\" "
+						 "cookie 0 %s", wd, n + 1, i, tu_mask_str(mask),
+						 dir ? "ISDIR" : "(not ISDIR)");
+				}
+			} else if (wd == plain || e->mask != NOTIFYX_CREATE ||
+				   !(e->flags & NOTIFYX_EVENT_SYNTHETIC)) {
+				dump(&f->log, "actual");
+				fail_msg("wd %d: event #%zu after MOVED_OUT and MOVED_IN of \"site\": only a "
+					 "LIST watch gets more (the arrival's contents)", wd, i);
+			}
+			n++;
+		}
+		if (!f->log.scanning && n < 2) {
+			dump(&f->log, "actual");
+			fail_msg("wd %d: %zu event(s) after the exchange: expected MOVED_OUT then MOVED_IN",
+				 wd, n);
+		}
+	}
+	/* The arrival is watched, what left is not. */
+	from = f->log.n;
+	if (new_dir)
+		tu_touch(tu_path(site, "later"));
+	if (old_dir)
+		tu_touch(tu_path(other, "later"));
+	tu_touch(tu_path(w, "mark"));
+	WAIT_FROM(&f->log, from, plain, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? plain : list;
+		size_t i;
+
+		if (new_dir)
+			ONCE(&f->log, wd, NOTIFYX_CREATE, "site/later", NOTIFYX_EVENT_ISDIR, 0);
+		for (i = from; i < f->log.n; i++)
+			if (f->log.ev[i].wd == wd && strcmp(f->log.ev[i].path, "mark") &&
+			    strcmp(f->log.ev[i].path, "site/later")) {
+				dump(&f->log, "actual");
+				fail_msg("wd %d: event #%zu about the entry that left", wd, i);
+			}
+		if (wd == list)
+			mirror_equals(&f->log, wd, w, skip, "after more changes");
+	}
+	no_error(&f->log);
+}
+static void exchange_excluded_files(struct tu_fix *f, const char *base)
+{
+	exchange_unseen(f, base, EXCL_FILES);
+}
+ON_BOTH(exchange_excluded_files)
+
+static void exchange_excluded_dirs(struct tu_fix *f, const char *base)
+{
+	exchange_unseen(f, base, EXCL_DIRS);
+}
+ON_BOTH(exchange_excluded_dirs)
+
+static void exchange_excluded_file_dir(struct tu_fix *f, const char *base)
+{
+	exchange_unseen(f, base, EXCL_FILE_DIR);
+}
+ON_BOTH(exchange_excluded_file_dir)
+
+static void exchange_outside_dirs(struct tu_fix *f, const char *base)
+{
+	exchange_unseen(f, base, OUT_DIRS);
+}
+ON_BOTH(exchange_outside_dirs)
+
+static void exchange_outside_dir_file(struct tu_fix *f, const char *base)
+{
+	exchange_unseen(f, base, OUT_DIR_FILE);
+}
+ON_BOTH(exchange_outside_dir_file)
+
 /* ---- the list ----------------------------------------------------------------- */
 
 int conf_edges_run(void)
@@ -753,6 +1114,11 @@ int conf_edges_run(void)
 		TEST_BOTH(moved_root_self),
 		cmocka_unit_test_setup_teardown(unmount_lazy_busy, tu_setup, edge_teardown),
 		TEST_BOTH(self_isdir),
+		TEST_BOTH(exchange_excluded_files),
+		TEST_BOTH(exchange_excluded_dirs),
+		TEST_BOTH(exchange_excluded_file_dir),
+		TEST_BOTH(exchange_outside_dirs),
+		TEST_BOTH(exchange_outside_dir_file),
 	};
 
 	return cmocka_run_group_tests_name("conformance: edges", tests, NULL, NULL);
