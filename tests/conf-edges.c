@@ -339,7 +339,7 @@ static void deep_chain(struct tu_fix *f, const char *base)
 	root = join(base, p);
 	free(p);
 	fd = down(open_dir(base), "deep", 1);
-	close(chain_at(fd, 'A', 12, 1) /* no "f" checks at this level: outside the root */);
+	close(chain_at(fd, 'A', 12, 1)); /* the root is the 12th level: its "f" is listed */
 	assert_true(strlen(root) < PATH_MAX - 2 * LONG);
 	close(chain_at(open_dir(root), 'a', 6, 1));
 
