@@ -741,6 +741,38 @@ static void self_isdir(struct tu_fix *f, const char *base)
 }
 ON_BOTH(self_isdir)
 
+/* A watched file renamed into another directory and its name made again at
+ * once (how editors save): MOVE_SELF, not ISDIR; the watch follows the
+ * moved file, not the new one at the old name. */
+static void self_file_moved(struct tu_fix *f, const char *base)
+{
+	const char *file = tu_path(base, "file"), *moved = tu_path(base, "d/file.old");
+	int wd;
+	size_t from;
+
+	tu_require_events(f->nx, SELF | NOTIFYX_MODIFY);
+	tu_mkdir(tu_path(base, "d"));
+	tu_write(file, "one");
+	wd = tu_add(&f->log, file, SELF | NOTIFYX_MODIFY, 0);
+	tu_rename(file, moved);
+	tu_write(file, "new file at the old name");
+	WAIT(&f->log, wd, NOTIFYX_MOVE_SELF, "");
+	tu_settle(&f->log);
+	ONCE(&f->log, wd, NOTIFYX_MOVE_SELF, "", NOTIFYX_EVENT_ISDIR, 0);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	tu_write(file, "the new file again, longer");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	from = f->log.n;
+	tu_write(moved, "the watched file, written after its move");
+	WAIT_FROM(&f->log, from, wd, NOTIFYX_MODIFY, "");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_DELETE_SELF, NULL);
+	TU_NONE(&f->log, wd, NOTIFYX_IGNORED, NULL);
+	TU_STREQ("notifyx_watch_path after MOVE_SELF", file, notifyx_watch_path(f->nx, wd));
+}
+ON_BOTH(self_file_moved)
+
 /* ---- a small mirror (API.md "Mirroring a tree") ------------------------------ */
 
 /* A list of entries (path, directory or not): the tree on disk, or the
@@ -1571,6 +1603,7 @@ int conf_edges_run(void)
 		TEST_BOTH(moved_root_self),
 		cmocka_unit_test_setup_teardown(unmount_lazy_busy, tu_setup, edge_teardown),
 		TEST_BOTH(self_isdir),
+		TEST_BOTH(self_file_moved),
 		TEST_BOTH(exchange_excluded_files),
 		TEST_BOTH(exchange_excluded_dirs),
 		TEST_BOTH(exchange_excluded_file_dir),
