@@ -1258,28 +1258,31 @@ ON_BOTH(exchange_outside_dir_file)
 /* ---- exchanges inside one watch --------------------------------------------- */
 
 /* Two directories (with contents) exchanged inside one recursive watch, with
- * and without LIST: one RENAME with EXCHANGE and ISDIR; both stay watched
+ * and without LIST (beside each other, or the plain watch alone): one RENAME with EXCHANGE and ISDIR; both stay watched
  * under their new names; the LIST watch's mirror equals the tree. */
-static void exchange_two_dirs(struct tu_fix *f, const char *base)
+static void exchange_dirs(struct tu_fix *f, const char *base, int alone)
 {
 	const char *w = tu_path(base, "w");
-	int list, plain, k;
+	int list = 0, plain, k;
 	size_t from;
 
 	tu_mkdir(w);
 	tu_mkdir(tu_path(w, "x"));
 	make_entry(tu_path(w, "x/a"), 1, "in");
 	make_entry(tu_path(w, "b"), 1, "other");
-	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	if (!alone)
+		list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
 	plain = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
-	listed(&f->log, list);
+	if (!alone)
+		listed(&f->log, list);
 	tu_settle(&f->log);
 	from = f->log.n;
 	rename_exchange(tu_path(w, "x/a"), tu_path(w, "b"));
 	WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, NULL);
-	WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, NULL);
+	if (!alone)
+		WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, NULL);
 	tu_settle(&f->log);
-	for (k = 0; k < 2; k++) {
+	for (k = alone; k < 2; k++) {
 		int wd = k ? plain : list;
 		size_t i = ONCE(&f->log, wd, NOTIFYX_RENAME, NULL,
 				NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR,
@@ -1296,26 +1299,73 @@ static void exchange_two_dirs(struct tu_fix *f, const char *base)
 					   tu_count(&f->log, wd, NOTIFYX_CREATE, NULL),
 		      "one RENAME for the exchange, nothing else");
 	}
-	mirror_equals(&f->log, list, w, NULL, "after the exchange");
+	if (!alone)
+		mirror_equals(&f->log, list, w, NULL, "after the exchange");
 	/* Each is watched under its new name. */
 	from = f->log.n;
 	tu_touch(tu_path(w, "b/new-b"));
 	tu_touch(tu_path(w, "x/a/new-a"));
 	tu_touch(tu_path(w, "b/in2/new-deep"));
 	WAIT_FROM(&f->log, from, plain, NOTIFYX_CREATE, "b/in2/new-deep");
-	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "b/in2/new-deep");
+	if (!alone)
+		WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "b/in2/new-deep");
 	tu_settle(&f->log);
-	for (k = 0; k < 2; k++) {
+	for (k = alone; k < 2; k++) {
 		int wd = k ? plain : list;
 
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/new-b", NOTIFYX_EVENT_ISDIR, 0);
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "x/a/new-a", NOTIFYX_EVENT_ISDIR, 0);
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/in2/new-deep", NOTIFYX_EVENT_ISDIR, 0);
 	}
-	mirror_equals(&f->log, list, w, NULL, "after creations in the exchanged directories");
+	if (!alone)
+		mirror_equals(&f->log, list, w, NULL, "after creations in the exchanged directories");
 	no_error(&f->log);
 }
+static void exchange_two_dirs(struct tu_fix *f, const char *base)
+{
+	exchange_dirs(f, base, 0);
+}
 ON_BOTH(exchange_two_dirs)
+
+/* The same with the plain recursive watch alone on its handle. */
+static void exchange_two_dirs_alone(struct tu_fix *f, const char *base)
+{
+	exchange_dirs(f, base, 1);
+}
+ON_BOTH(exchange_two_dirs_alone)
+
+/* Exchanges in a burst, read only at the end (fanotify merges unread events
+ * of one object): new directories exchanged with each other, a file with a
+ * directory in two other directories, a directory with an older one.  A
+ * plain recursive watch alone on its handle, on an empty tree (so that its
+ * events alone make a mirror): the mirror equals the tree. */
+static void exchange_burst(struct tu_fix *f, const char *base)
+{
+	char *w = join(base, "w"); /* tu_path's buffers rotate */
+	int wd, i;
+
+	tu_mkdir(w);
+	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	for (i = 0; i < 20; i++) {
+		char a[64], b[64];
+
+		snprintf(a, sizeof a, "a%d", i);
+		snprintf(b, sizeof b, "b%d", i);
+		make_entry(tu_path(w, a), 1, "in");
+		make_entry(tu_path(w, b), 1, "g");
+		rename_exchange(tu_path(w, a), tu_path(w, b));
+		rename_exchange(tu_path(w, tu_fmt("%s/g", a)), tu_path(w, tu_fmt("%s/in2", b)));
+		if (i)
+			rename_exchange(tu_path(w, a), tu_path(w, tu_fmt("b%d/in2", i - 1)));
+	}
+	tu_touch(tu_path(w, "last"));
+	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
+	tu_settle(&f->log);
+	mirror_equals(&f->log, wd, w, NULL, "after a burst of exchanges");
+	no_error(&f->log);
+	free(w);
+}
+ON_BOTH(exchange_burst)
 
 /* Two files exchanged inside one watch: on fanotify (FID records name the
  * object that moved) and on the scanning backends (they see two inodes
@@ -1610,6 +1660,8 @@ int conf_edges_run(void)
 		TEST_BOTH(exchange_outside_dirs),
 		TEST_BOTH(exchange_outside_dir_file),
 		TEST_BOTH(exchange_two_dirs),
+		TEST_BOTH(exchange_two_dirs_alone),
+		TEST_BOTH(exchange_burst),
 		TEST_BOTH(exchange_two_files),
 		TEST_BOTH(independent_list_second),
 		TEST_BOTH(independent_list_first),
