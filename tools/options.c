@@ -128,12 +128,16 @@ int opts_filter(const struct watch_opts *o, const struct notifyx_event *ev)
 	return filter_path(o, notifyx_event_path(ev)) || (old && filter_path(o, old));
 }
 
-/* "c,h" or ".c,.h": adds each extension; -1 after a message. */
+/* "c,h" or ".c,.h": adds each extension (list is cut up in place); -1 after
+ * a message. */
 static int add_exts(struct watch_opts *o, char *list)
 {
-	char *save = NULL, *e;
+	char *e = list, *comma;
 
-	for (e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+	do {
+		comma = strchr(e, ',');
+		if (comma)
+			*comma = '\0';
 		if (*e == '.')
 			e++;
 		if (*e == '\0' || strchr(e, '/')) {
@@ -141,7 +145,8 @@ static int add_exts(struct watch_opts *o, char *list)
 			return -1;
 		}
 		o->exts[o->next++] = e;
-	}
+		e = comma + 1;
+	} while (comma);
 	return 0;
 }
 
