@@ -139,7 +139,7 @@ start_watch() {
 	k=0
 	while [ $k -lt 300 ]; do
 		: >"$d/ready.$k"
-		if grep -aq 'ready\.' "$out"; then
+		if grep -aqs 'ready\.' "$out"; then
 			rm -f "$d"/ready.*
 			sleep 0.2 # the deletions of the probes, on a scanning backend
 			return 0
