@@ -22,7 +22,9 @@ if [ -z "${NX_TOOL_OPTIONS_NS:-}" ] && [ "$(id -u)" -eq 0 ] &&
 fi
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-. "$(dirname "$0")/tool-lib.sh"
+lib=$(dirname "$0")/tool-lib.sh
+# shellcheck source=SCRIPTDIR/tool-lib.sh
+. "$lib"
 need python3 "python3 is needed to check the output"
 need_backend
 

@@ -14,7 +14,9 @@
 set -u
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-. "$(dirname "$0")/tool-lib.sh"
+lib=$(dirname "$0")/tool-lib.sh
+# shellcheck source=SCRIPTDIR/tool-lib.sh
+. "$lib"
 "$NX" run --help >/dev/null 2>&1 || skip "notifyx was built without libev: no run command"
 need_backend
 need ps "ps is needed to look for orphans"

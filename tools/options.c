@@ -216,7 +216,7 @@ int opts_parse(struct watch_opts *o, int opt, const char *arg)
 		copy = args && exts ? strdup(arg) : NULL;
 		if (!copy) {
 			fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
-			return -1;
+			return -2;
 		}
 		o->extargs[o->nextarg++] = copy;
 		return add_exts(o, copy) < 0 ? -1 : 1;

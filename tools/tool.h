@@ -96,7 +96,8 @@ int opts_init(struct watch_opts *o, int argc);
 void opts_free(struct watch_opts *o);
 
 /* One option of getopt_long: 1 taken, 0 not one of these, -1 usage error
- * (after a message), -2 another error (--fromfile, after a message). */
+ * (after a message), -2 another error: --fromfile, memory (after a
+ * message). */
 int opts_parse(struct watch_opts *o, int opt, const char *arg);
 
 /* Adds the PATHs of the command line; 0, or -1 after a message. */
