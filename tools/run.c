@@ -86,7 +86,7 @@ static void usage_run(FILE *f)
 "                   a line, each once, escaped as in watch's text format\n"
 "                   without the quotes (empty at the run at start)\n"
 "  NOTIFYX_EVENTS   the same lines, each after its events and a space:\n"
-"                   \"create,close_write src/a.c\"\n"
+"                   \"close_write,create src/a.c\" (events in a fixed order)\n"
 "  NOTIFYX_DROPPED  0, or how many more changes there were than these hold\n"
 "Each path is the watched PATH joined with the entry's path (rename gives\n"
 "both the new and the old one).\n"
