@@ -307,18 +307,23 @@ for s in nosuch 0 99999 SIG ""; do
 done
 note "run --signal: done"
 
-# --clear: the screen is cleared before each run.
-"$NX" run -b "$backend" -d 50 --clear "$d" -- echo hi >"$tmp/clear.out" 2>"$tmp/clear.err" &
+# --clear: the screen is cleared before each run; at the run at start, /_ is
+# the first PATH and NOTIFYX_PATHS is empty.
+# shellcheck disable=SC2016
+"$NX" run -b "$backend" -d 50 --clear "$d" -- sh -c 'echo "$1 [$NOTIFYX_PATHS]"' sh /_ \
+	>"$tmp/clear.out" 2>"$tmp/clear.err" &
 pid=$!
 wait_lines "$tmp/clear.out" 1 || fail "clear: the first run never came"
 : >"$d/change2"
 wait_lines "$tmp/clear.out" 2 || fail "clear: no second run"
 kill -TERM "$pid"
 reap 150 "run --clear did not end after SIGTERM"
-python3 - "$tmp/clear.out" <<'PY' || fail "--clear"
+python3 - "$tmp/clear.out" "$d" <<'PY' || fail "--clear"
 import sys
 out = open(sys.argv[1], 'rb').read()
-if out != b'\x1b[H\x1b[2Jhi\n' * 2:
+d = sys.argv[2].encode()
+c = b'\x1b[H\x1b[2J'
+if out != c + d + b' []\n' + c + d + b'/change2 [' + d + b'/change2]\n':
     sys.exit('--clear: output %r' % out)
 PY
 note "run --clear: done"
