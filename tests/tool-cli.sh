@@ -14,7 +14,9 @@
 set -u
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-. "$(dirname "$0")/tool-lib.sh"
+lib=$(dirname "$0")/tool-lib.sh
+# shellcheck source=SCRIPTDIR/tool-lib.sh
+. "$lib"
 need python3 "python3 is needed to check the output"
 need_backend
 

@@ -72,9 +72,10 @@ PY
 PYTHONPATH=$tmp${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
 
-# usage_error ARGS...: notifyx ARGS must exit 2 with a message on stderr.
+# usage_error ARGS...: notifyx ARGS must exit 2 with a message on stderr
+# (at once: a command line taken by mistake would watch; timeout ends it).
 usage_error() {
-	"$NX" "$@" >/dev/null 2>"$tmp/e"
+	timeout 20 "$NX" "$@" >/dev/null 2>"$tmp/e"
 	rc=$?
 	[ $rc -eq 2 ] || fail "notifyx $*: status $rc, want 2 (usage error)"
 	[ -s "$tmp/e" ] || fail "notifyx $*: no message on stderr"
@@ -95,6 +96,19 @@ reap() {
 	wait "$pid"
 	rc=$?
 	pid=
+}
+
+# lines FILE: its number of lines (0 when missing).
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+
+# wait_lines FILE N: until FILE has at least N lines (30 s at most).
+wait_lines() {
+	k=0
+	while [ "$(lines "$1")" -lt "$2" ] && [ $k -lt 300 ]; do
+		sleep 0.1
+		k=$((k + 1))
+	done
+	[ "$(lines "$1")" -ge "$2" ]
 }
 
 # wait_match FILE PYTHON-REGEX: until a line of FILE matches (30 s at most).
@@ -125,7 +139,7 @@ start_watch() {
 	k=0
 	while [ $k -lt 300 ]; do
 		: >"$d/ready.$k"
-		if grep -aq 'ready\.' "$out"; then
+		if grep -aqs 'ready\.' "$out"; then
 			rm -f "$d"/ready.*
 			sleep 0.2 # the deletions of the probes, on a scanning backend
 			return 0

@@ -14,23 +14,12 @@
 set -u
 
 backend=${1:-${NOTIFYX_TEST_BACKEND:-inotify}}
-. "$(dirname "$0")/tool-lib.sh"
+lib=$(dirname "$0")/tool-lib.sh
+# shellcheck source=SCRIPTDIR/tool-lib.sh
+. "$lib"
 "$NX" run --help >/dev/null 2>&1 || skip "notifyx was built without libev: no run command"
 need_backend
 need ps "ps is needed to look for orphans"
-
-# lines FILE: its number of lines (0 when missing).
-lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
-
-# wait_lines FILE N: until FILE has at least N lines (30 s at most).
-wait_lines() {
-	k=0
-	while [ "$(lines "$1")" -lt "$2" ] && [ $k -lt 300 ]; do
-		sleep 0.1
-		k=$((k + 1))
-	done
-	[ "$(lines "$1")" -ge "$2" ]
-}
 
 # gone PID: no such process, not even a zombie.
 gone() { [ ! -d "/proc/$1" ]; }

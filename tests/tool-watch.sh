@@ -12,7 +12,9 @@
 
 set -u
 
-. "$(dirname "$0")/tool-lib.sh"
+lib=$(dirname "$0")/tool-lib.sh
+# shellcheck source=SCRIPTDIR/tool-lib.sh
+. "$lib"
 need python3 "python3 is needed to check the output"
 
 # wait_exit: waits (5 s at most) for $pid to end; sets rc.

@@ -36,7 +36,7 @@
 #include <notifyx.h>
 
 #include "bench.h"
-#include "escape.h"
+#include "format.h"
 #include "tool.h"
 
 const char *progname = "notifyx";
@@ -96,20 +96,40 @@ static void usage_watch(FILE *f)
 "Options:\n"
 "  -r, --recursive        watch whole directory trees, including directories\n"
 "                         created later\n"
-"  -b, --backend=NAME     auto (default: inotify, else dnotify, else poll;\n"
+"      --xdev             with -r, do not enter other mounted filesystems\n"
+"      --no-follow        watch a PATH that is a symbolic link itself, not\n"
+"                         what it points to\n"
+"      --fromfile=FILE    watch the paths listed in FILE too, one per line\n"
+"                         (\"-\": standard input; empty lines are skipped)\n"
+"  -b, --backend=NAME     auto (default: inotify, else fanotify, else poll;\n"
 "                         the NOTIFYX_BACKEND environment variable applies),\n"
 "                         inotify, fanotify, dnotify or poll\n"
 "  -e, --event=EVENTS     comma-separated event names (access, modify, attrib,\n"
 "                         close_write, close_nowrite, open, create, delete,\n"
 "                         rename, moved_out, moved_in, delete_self, move_self),\n"
-"                         or \"all\": every event the backend supports (the\n"
-"                         default); may be given more than once\n"
+"                         or \"all\": every event the backend supports; may be\n"
+"                         given more than once.  The default is every event\n"
+"                         but access, open and close_nowrite, which merely\n"
+"                         reading the tree causes (ls, a compiler): -e all\n"
+"                         asks for those too\n"
 "  -x, --exclude=GLOB     do not report or enter entries matching GLOB: with a\n"
 "                         '/', matched against the path below the watched\n"
 "                         PATH, else against the entry's name (fnmatch(3));\n"
 "                         may be given more than once\n"
+"      --include=GLOB     report only entries matching GLOB (matched as for\n"
+"                         -x), or an --ext; may be given more than once.\n"
+"                         Directories are still entered, -x still wins, and\n"
+"                         events of a PATH itself are always reported\n"
+"      --ext=EXT[,EXT]... report only names ending in .EXT (--ext c,h is\n"
+"                         --include '*.c' --include '*.h')\n"
+"      --list             first report every entry already there as a\n"
+"                         synthetic create (PATH must be a directory)\n"
 "      --format=FORMAT    text (default), json, nul, or a TEMPLATE with %%\n"
 "                         directives (below)\n"
+"  -0, --null             the same as --format=nul\n"
+"      --timefmt=FMT      strftime(3) format of %%T in a TEMPLATE; with the\n"
+"                         text format, each line starts with the time so\n"
+"                         formatted and a space\n"
 "  -1, --oneshot          exit after the first event (the same as -n 1)\n"
 "  -n, --count=N          exit after N events (ignored does not count)\n"
 "  -t, --timeout=SECONDS  exit after SECONDS (decimals allowed) from when the\n"
@@ -154,7 +174,8 @@ static void usage_watch(FILE *f)
 "TEMPLATE (--format='%%e %%p'): one line per event, the template with:\n"
 "  %%e event name     %%p path (as in text)   %%r path below the watched PATH\n"
 "  %%o old path (rename; else empty)          %%w the watched PATH\n"
-"  %%t time (as in JSON)  %%c cookie  %%f flags (isdir,synthetic,exchange)\n"
+"  %%t time (as in JSON)  %%T local time as --timefmt says (default\n"
+"  %%Y-%%m-%%dT%%H:%%M:%%S%%z)    %%c cookie  %%f flags (isdir,synthetic,exchange)\n"
 "  %%%% a percent sign\n"
 "  Names are escaped as in the text format, without the quotes: a name\n"
 "  without backslashes, control bytes or invalid UTF-8 is itself.\n"
@@ -169,7 +190,19 @@ static void usage_watch(FILE *f)
 "  1  a PATH cannot be watched (before any event is printed), or any other\n"
 "     error, with a message \"notifyx: PATH: REASON\" on standard error\n"
 "  2  a usage error\n"
-"  3  -t: the time ran out before the events counted above\n");
+"  3  -t: the time ran out before the events counted above\n"
+"\n"
+"Examples:\n"
+"  notifyx watch -r --ext c,h src            C sources and headers only\n"
+"  notifyx watch -r --include 'Makefile*' -x .git .\n"
+"  notifyx watch -e all -r src               reads (open, access) too\n"
+"  notifyx watch -r --xdev --no-follow /srv  one filesystem; /srv's link\n"
+"  notifyx watch -r --list -e create,delete,rename spool\n"
+"                                            what is there, then changes\n"
+"  notifyx watch --timefmt '%%H:%%M:%%S' log   \"12:00:01 modify \"log\"\"\n"
+"  notifyx watch --timefmt '%%T' --format='%%T %%e %%p' log\n"
+"  find src -name '*.c' | notifyx watch --fromfile=- -e close_write\n"
+"  notifyx watch -0 -e close_write logs | xargs -0 -n 1 gzip -k\n");
 }
 
 void try_help(const char *cmd)
@@ -218,7 +251,7 @@ int parse_backend(const char *s, uint32_t *out)
 }
 
 /* Writes the event name of mask (exactly one bit, normally) to f. */
-static void put_event_name(FILE *f, uint32_t mask)
+void put_event_name(FILE *f, uint32_t mask)
 {
 	const char *n = notifyx_event_name(mask);
 
@@ -315,246 +348,6 @@ void report_error(const char *what, int err, uint32_t backend, int opening)
 			progname);
 }
 
-/* ---- output ---------------------------------------------------------------- */
-
-/* A scratch buffer that grows as names need it. */
-struct scratch {
-	char *p;
-	size_t size;
-};
-
-static char *scratch_get(struct scratch *s, size_t need)
-{
-	if (need > s->size) {
-		size_t n = s->size ? s->size : 256;
-		char *p;
-
-		while (n < need)
-			n *= 2;
-		p = realloc(s->p, n);
-		if (!p) {
-			fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
-			exit(EXIT_FAILURE);
-		}
-		s->p = p;
-		s->size = n;
-	}
-	return s->p;
-}
-
-static struct scratch esc_buf, join_buf;
-
-/* Writes s[0..n) C-escaped between double quotes. */
-static void put_c_string(FILE *f, const char *s, size_t n)
-{
-	char *d = scratch_get(&esc_buf, NXESC_C_MAX(n));
-
-	nxesc_c(d, (const unsigned char *)s, n);
-	fputc('"', f);
-	fputs(d, f);
-	fputc('"', f);
-}
-
-/* Writes ,"key":"..." and, for a name that is not UTF-8, ,"key_b64":"...". */
-static void put_json_name(FILE *f, const char *key, const char *s)
-{
-	size_t n = strlen(s);
-	char *d = scratch_get(&esc_buf, NXESC_JSON_MAX(n) > NXESC_BASE64_MAX(n) ?
-				       NXESC_JSON_MAX(n) : NXESC_BASE64_MAX(n));
-
-	nxesc_json(d, (const unsigned char *)s, n);
-	fprintf(f, ",\"%s\":\"%s\"", key, d);
-	if (!nxesc_utf8_valid((const unsigned char *)s, n)) {
-		nxesc_base64(d, (const unsigned char *)s, n);
-		fprintf(f, ",\"%s_b64\":\"%s\"", key, d);
-	}
-}
-
-/* root joined with the relative path rel ("" is root itself). */
-static const char *join(const char *root, const char *rel)
-{
-	size_t rl = strlen(root), pl = strlen(rel);
-	char *d;
-
-	if (pl == 0)
-		return root;
-	d = scratch_get(&join_buf, rl + pl + 2);
-	memcpy(d, root, rl);
-	if (rl == 0 || root[rl - 1] != '/')
-		d[rl++] = '/';
-	memcpy(d + rl, rel, pl + 1);
-	return d;
-}
-
-
-static void print_text(FILE *f, const struct notifyx_event *ev, const char *root)
-{
-	const char *old = notifyx_event_old_path(ev);
-	const char *p;
-
-	put_event_name(f, ev->mask);
-	if (ev->flags & NOTIFYX_EVENT_ISDIR)
-		fputs(" isdir", f);
-	if (ev->flags & NOTIFYX_EVENT_SYNTHETIC)
-		fputs(" synthetic", f);
-	if (ev->flags & NOTIFYX_EVENT_EXCHANGE)
-		fputs(" exchange", f);
-	if (ev->flags & ~(uint32_t)(NOTIFYX_EVENT_ISDIR | NOTIFYX_EVENT_SYNTHETIC |
-				    NOTIFYX_EVENT_EXCHANGE))
-		fprintf(f, " flags=0x%x", (unsigned)ev->flags);
-	if (ev->cookie)
-		fprintf(f, " cookie=%u", (unsigned)ev->cookie);
-	fputc(' ', f);
-	p = join(root, notifyx_event_path(ev));
-	put_c_string(f, p, strlen(p));
-	if (old) {
-		fputs(" from ", f);
-		p = join(root, old);
-		put_c_string(f, p, strlen(p));
-	}
-	if (ev->mask == NOTIFYX_ERROR)
-		fprintf(f, ": %s", strerror(ev->error));
-	else if (ev->mask == NOTIFYX_OVERFLOW)
-		fputs(": events were lost", f);
-	fputc('\n', f);
-}
-
-static void print_json(FILE *f, const struct notifyx_event *ev, const char *root,
-		       const struct timespec *now)
-{
-	const char *old = notifyx_event_old_path(ev);
-
-	fprintf(f, "{\"time\":%lld.%06ld,\"wd\":%d", (long long)now->tv_sec,
-		(long)(now->tv_nsec / 1000), (int)ev->wd);
-	put_json_name(f, "root", root);
-	put_json_name(f, "path", notifyx_event_path(ev));
-	if (old)
-		put_json_name(f, "old_path", old);
-	else
-		fputs(",\"old_path\":null", f);
-	fputs(",\"event\":\"", f);
-	put_event_name(f, ev->mask); /* plain lower-case ASCII names */
-	fprintf(f, "\",\"isdir\":%s,\"synthetic\":%s,\"exchange\":%s,\"cookie\":%u,\"error\":%d",
-		ev->flags & NOTIFYX_EVENT_ISDIR ? "true" : "false",
-		ev->flags & NOTIFYX_EVENT_SYNTHETIC ? "true" : "false",
-		ev->flags & NOTIFYX_EVENT_EXCHANGE ? "true" : "false",
-		(unsigned)ev->cookie, (int)ev->error);
-	if (ev->error) {
-		const char *msg = strerror(ev->error);
-		size_t n = strlen(msg);
-		char *d = scratch_get(&esc_buf, NXESC_JSON_MAX(n));
-
-		nxesc_json(d, (const unsigned char *)msg, n);
-		fprintf(f, ",\"error_text\":\"%s\"}\n", d);
-	} else {
-		fputs(",\"error_text\":null}\n", f);
-	}
-}
-
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_NUL, FORMAT_TEMPLATE };
-
-/* The directives of --format=TEMPLATE, checked before any watch is set. */
-static const char template_directives[] = "eprowtcf%";
-
-static int check_template(const char *t)
-{
-	for (; *t; t++) {
-		if (*t != '%')
-			continue;
-		t++;
-		if (*t == '\0') {
-			fprintf(stderr, "%s: --format: the template ends with a lone '%%' "
-				"(write %%%% for a percent sign)\n", progname);
-			return -1;
-		}
-		if (!strchr(template_directives, *t)) {
-			fprintf(stderr, "%s: --format: unknown directive '%%%c' (known: %%e %%p "
-				"%%r %%o %%w %%t %%c %%f %%%%)\n", progname, *t);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Writes s C-escaped as in the text format, without the quotes. */
-static void put_c_bare(FILE *f, const char *s)
-{
-	size_t n = strlen(s);
-	char *d = scratch_get(&esc_buf, NXESC_C_MAX(n));
-
-	nxesc_c(d, (const unsigned char *)s, n);
-	fputs(d, f);
-}
-
-/* The flags of ev as a comma-separated list ("" for none). */
-static void put_flag_list(FILE *f, uint32_t flags)
-{
-	const char *sep = "";
-
-	if (flags & NOTIFYX_EVENT_ISDIR) {
-		fputs("isdir", f);
-		sep = ",";
-	}
-	if (flags & NOTIFYX_EVENT_SYNTHETIC) {
-		fprintf(f, "%ssynthetic", sep);
-		sep = ",";
-	}
-	if (flags & NOTIFYX_EVENT_EXCHANGE)
-		fprintf(f, "%sexchange", sep);
-}
-
-static void print_template(FILE *f, const char *t, const struct notifyx_event *ev,
-			   const char *root, const struct timespec *now)
-{
-	const char *old = notifyx_event_old_path(ev);
-
-	for (; *t; t++) {
-		if (*t != '%') {
-			fputc(*t, f);
-			continue;
-		}
-		switch (*++t) {
-		case 'e':
-			put_event_name(f, ev->mask);
-			break;
-		case 'p':
-			put_c_bare(f, join(root, notifyx_event_path(ev)));
-			break;
-		case 'r':
-			put_c_bare(f, notifyx_event_path(ev));
-			break;
-		case 'o':
-			if (old)
-				put_c_bare(f, join(root, old));
-			break;
-		case 'w':
-			put_c_bare(f, root);
-			break;
-		case 't':
-			fprintf(f, "%lld.%06ld", (long long)now->tv_sec, (long)(now->tv_nsec / 1000));
-			break;
-		case 'c':
-			fprintf(f, "%u", (unsigned)ev->cookie);
-			break;
-		case 'f':
-			put_flag_list(f, ev->flags);
-			break;
-		default: /* '%'; check_template let nothing else through */
-			fputc('%', f);
-			break;
-		}
-	}
-	fputc('\n', f);
-}
-
-/* --format=nul: the event's path, exact bytes, then a NUL (for xargs -0). */
-static void print_nul(FILE *f, const struct notifyx_event *ev, const char *root)
-{
-	const char *p = join(root, notifyx_event_path(ev));
-
-	fwrite(p, 1, strlen(p) + 1, f);
-}
-
 /* ---- watch ----------------------------------------------------------------- */
 
 static volatile sig_atomic_t stop_signal;
@@ -581,14 +374,15 @@ struct watch {
 	int live;
 };
 
-static const char *const watch_short = "rb:e:x:1n:t:h";
+enum { OPT_FORMAT = OPT_FIRST_OWN, OPT_TIMEFMT, OPT_LIST };
+
+static const char *const watch_short = "rb:e:x:01n:t:h";
 static const struct option watch_long[] = {
-	{ "recursive", no_argument,       NULL, 'r' },
-	{ "backend",   required_argument, NULL, 'b' },
-	{ "event",     required_argument, NULL, 'e' },
-	{ "events",    required_argument, NULL, 'e' },
-	{ "exclude",   required_argument, NULL, 'x' },
-	{ "format",    required_argument, NULL, 'F' },
+	OPTS_LONG_OPTIONS,
+	{ "list",      no_argument,       NULL, OPT_LIST },
+	{ "format",    required_argument, NULL, OPT_FORMAT },
+	{ "null",      no_argument,       NULL, '0' },
+	{ "timefmt",   required_argument, NULL, OPT_TIMEFMT },
 	{ "oneshot",   no_argument,       NULL, '1' },
 	{ "count",     required_argument, NULL, 'n' },
 	{ "timeout",   required_argument, NULL, 't' },
@@ -749,26 +543,20 @@ static int add_watch_progress(struct notifyx *nx, const char *path, uint32_t eve
 
 static int cmd_watch(int argc, char **argv)
 {
-	struct notifyx_config cfg;
+	struct watch_opts o;
 	struct notifyx *nx = NULL;
-	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
-	int want_all = 0, opt, nwatch, live, i, status = EXIT_SUCCESS;
-	enum format format = FORMAT_TEXT;
-	const char *template = NULL;
+	int opt, taken, live, i, status = EXIT_SUCCESS;
+	struct output out = { .format = FORMAT_TEXT };
 	unsigned long count = 0, seen = 0;
 	struct timespec timeout = { 0, 0 }, deadline = { 0, 0 };
-	int has_timeout = 0, progress;
-	const char **excludes;
-	int nexclude = 0;
+	int has_timeout = 0, progress, nwatch;
 	struct watch *watches = NULL;
 	struct sigaction sa;
 	sigset_t block, orig;
 	size_t bufsize;
 	void *buf = NULL;
 
-	excludes = calloc((size_t)argc, sizeof(*excludes));
-	if (!excludes) {
-		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+	if (opts_init(&o, argc) < 0) {
 		status = EXIT_FAILURE;
 		goto out;
 	}
@@ -776,51 +564,28 @@ static int cmd_watch(int argc, char **argv)
 	/* Options and paths may mix; "--" ends the options. */
 	optind = 0;
 	while ((opt = getopt_long(argc, argv, watch_short, watch_long, NULL)) != -1) {
+		taken = opts_parse(&o, opt, optarg);
+		if (taken == 1)
+			continue;
+		if (taken == -2) {
+			status = EXIT_FAILURE;
+			goto out;
+		}
+		if (taken == -1)
+			goto usage;
 		switch (opt) {
-		case 'r':
-			flags |= NOTIFYX_WATCH_RECURSIVE;
+		case OPT_FORMAT:
+			if (fmt_parse(&out, optarg) < 0)
+				goto usage;
 			break;
-		case 'b':
-			if (parse_backend(optarg, &backend) < 0) {
-				fprintf(stderr, "%s: unknown backend '%s' (known: auto, "
-					"inotify, fanotify, dnotify, poll)\n", progname, optarg);
-				try_help("watch");
-				status = EXIT_USAGE;
-				goto out;
-			}
+		case '0':
+			out.format = FORMAT_NUL;
 			break;
-		case 'e':
-			if (parse_events(optarg, &events, &want_all) < 0) {
-				try_help("watch");
-				status = EXIT_USAGE;
-				goto out;
-			}
+		case OPT_TIMEFMT:
+			out.timefmt = optarg;
 			break;
-		case 'x':
-			excludes[nexclude++] = optarg;
-			break;
-		case 'F':
-			if (strcmp(optarg, "text") == 0) {
-				format = FORMAT_TEXT;
-			} else if (strcmp(optarg, "json") == 0) {
-				format = FORMAT_JSON;
-			} else if (strcmp(optarg, "nul") == 0) {
-				format = FORMAT_NUL;
-			} else if (strchr(optarg, '%')) {
-				if (check_template(optarg) < 0) {
-					try_help("watch");
-					status = EXIT_USAGE;
-					goto out;
-				}
-				format = FORMAT_TEMPLATE;
-				template = optarg;
-			} else {
-				fprintf(stderr, "%s: unknown format '%s' (known: text, json, nul, "
-					"or a template with %% directives)\n", progname, optarg);
-				try_help("watch");
-				status = EXIT_USAGE;
-				goto out;
-			}
+		case OPT_LIST:
+			o.flags |= NOTIFYX_WATCH_LIST;
 			break;
 		case '1':
 			count = 1;
@@ -829,18 +594,14 @@ static int cmd_watch(int argc, char **argv)
 			if (parse_count(optarg, &count) < 0) {
 				fprintf(stderr, "%s: --count: '%s' is not a whole number from 1\n",
 					progname, optarg);
-				try_help("watch");
-				status = EXIT_USAGE;
-				goto out;
+				goto usage;
 			}
 			break;
 		case 't':
 			if (parse_seconds(optarg, &timeout) < 0) {
 				fprintf(stderr, "%s: --timeout: '%s' is not a number of seconds "
 					"above 0\n", progname, optarg);
-				try_help("watch");
-				status = EXIT_USAGE;
-				goto out;
+				goto usage;
 			}
 			has_timeout = 1;
 			break;
@@ -849,44 +610,31 @@ static int cmd_watch(int argc, char **argv)
 			status = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 			goto out;
 		default:
-			try_help("watch");
-			status = EXIT_USAGE;
-			goto out;
+			goto usage;
 		}
 	}
-	nwatch = argc - optind;
-	if (nwatch <= 0) {
-		fprintf(stderr, "%s: watch: no PATH given\n", progname);
-		try_help("watch");
-		status = EXIT_USAGE;
-		goto out;
-	}
-	if (events == 0)
-		want_all = 1;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.backend = backend;
-	cfg.flags = NOTIFYX_NONBLOCK;
-	nx = notifyx_open(&cfg);
-	if (!nx) {
-		int err = errno;
-		char what[64];
-
-		snprintf(what, sizeof(what), "backend %s", backend_name(backend));
-		report_error(what, err, backend, 1);
+	if (opts_add_paths(&o, argv + optind, argc - optind) < 0) {
 		status = EXIT_FAILURE;
 		goto out;
 	}
-	if (want_all)
-		events |= notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS;
+	if (o.paths.n == 0) {
+		fprintf(stderr, "%s: watch: no PATH given\n", progname);
+		goto usage;
+	}
+	if (fmt_check_timefmt(&out) < 0)
+		goto usage;
+	if ((o.flags & NOTIFYX_WATCH_LIST) && o.events && !o.want_all &&
+	    !(o.events & NOTIFYX_CREATE)) {
+		fprintf(stderr, "%s: --list reports the entries as create events: "
+			"-e must include create\n", progname);
+		goto usage;
+	}
+	nwatch = (int)o.paths.n;
 
-	for (i = 0; i < nexclude; i++) {
-		if (notifyx_exclude(nx, excludes[i]) < 0) {
-			report_error(excludes[i], errno, notifyx_backend(nx), 0);
-			status = EXIT_FAILURE;
-			goto out;
-		}
+	nx = opts_open(&o);
+	if (!nx) {
+		status = EXIT_FAILURE;
+		goto out;
 	}
 
 	watches = calloc((size_t)nwatch, sizeof(*watches));
@@ -895,23 +643,14 @@ static int cmd_watch(int argc, char **argv)
 		status = EXIT_FAILURE;
 		goto out;
 	}
-	progress = (flags & NOTIFYX_WATCH_RECURSIVE) && isatty(STDERR_FILENO);
+	progress = (o.flags & NOTIFYX_WATCH_RECURSIVE) && isatty(STDERR_FILENO);
 	for (i = 0; i < nwatch; i++) {
-		const char *path = argv[optind + i];
-		int wd = progress ? add_watch_progress(nx, path, events, flags) :
-				    notifyx_add_watch(nx, path, events, flags);
+		const char *path = o.paths.v[i];
+		int wd = progress ? add_watch_progress(nx, path, o.events, o.flags) :
+				    notifyx_add_watch(nx, path, o.events, o.flags);
 
 		if (wd < 0) {
-			int err = errno;
-			uint32_t b = notifyx_backend(nx);
-
-			report_error(path, err, b, 0);
-			if (err == EOPNOTSUPP && (events & ~notifyx_supported_events(nx))) {
-				fprintf(stderr, "%s: the %s backend cannot report: ",
-					progname, backend_name(b));
-				put_event_list(stderr, events & ~notifyx_supported_events(nx));
-				fputc('\n', stderr);
-			}
+			opts_add_failed(nx, &o, path, errno);
 			status = EXIT_FAILURE;
 			goto out;
 		}
@@ -1017,20 +756,9 @@ static int cmd_watch(int argc, char **argv)
 				if (!root)
 					root = "?";
 			}
-			switch (format) {
-			case FORMAT_JSON:
-				print_json(stdout, ev, root, &now);
-				break;
-			case FORMAT_NUL:
-				print_nul(stdout, ev, root);
-				break;
-			case FORMAT_TEMPLATE:
-				print_template(stdout, template, ev, root, &now);
-				break;
-			default:
-				print_text(stdout, ev, root);
-				break;
-			}
+			if (!opts_filter(&o, ev))
+				continue;
+			fmt_print(stdout, &out, ev, root, &now);
 			/* ignored only closes a watch whose ending was reported */
 			if (ev->mask != NOTIFYX_IGNORED)
 				seen++;
@@ -1045,9 +773,14 @@ static int cmd_watch(int argc, char **argv)
 out:
 	free(buf);
 	free(watches);
-	free(excludes);
+	opts_free(&o);
 	notifyx_close(nx);
 	return status;
+
+usage:
+	try_help("watch");
+	status = EXIT_USAGE;
+	goto out;
 }
 
 /* ---- backends ---------------------------------------------------------------- */

@@ -38,14 +38,15 @@
 #include <ev.h>
 #include <notifyx.h>
 
+#include "format.h"
 #include "tool.h"
 
 #define STOP_GRACE 5.0      /* seconds between SIGTERM and SIGKILL */
 #define GROUP_CHECK 0.02    /* seconds between checks that a stopped group is gone */
 #define DEFAULT_DEBOUNCE 100 /* milliseconds */
 
-/* Events that a command reading the tree would cause itself: not by default. */
-#define READ_EVENTS (NOTIFYX_ACCESS | NOTIFYX_OPEN | NOTIFYX_CLOSE_NOWRITE)
+/* Clears a terminal and puts the cursor at its top left (--clear). */
+#define CLEAR_SCREEN "\033[H\033[2J"
 
 static void usage_run(FILE *f)
 {
@@ -59,27 +60,53 @@ static void usage_run(FILE *f)
 "\n"
 "Options:\n"
 "  -r, --recursive        watch whole directory trees\n"
+"      --xdev, --no-follow, --fromfile=FILE   as for watch\n"
 "  -b, --backend=NAME     auto (default), inotify, fanotify, dnotify or poll\n"
 "  -e, --event=EVENTS     events that count as a change (as for watch); the\n"
 "                         default is every event the backend supports but\n"
 "                         access, open and close_nowrite, which COMMAND itself\n"
 "                         causes when it reads the files\n"
 "  -x, --exclude=GLOB     ignore entries matching GLOB (as for watch)\n"
+"      --include=GLOB     only entries matching GLOB count (as for watch)\n"
+"      --ext=EXT[,EXT]... only names ending in .EXT count (as for watch)\n"
 "  -d, --debounce=MS      quiet time before a run, in milliseconds (default\n"
 "                         %d; 0 runs at once)\n"
 "      --restart          on a change, stop COMMAND if it still runs and\n"
 "                         start it again (for servers)\n"
+"  -s, --signal=SIG       stop COMMAND with SIG rather than TERM: a name (INT,\n"
+"                         SIGHUP, ...) or a number\n"
+"  -c, --clear            clear the screen before each run\n"
 "  -p, --postpone         do not run COMMAND at start, only after a change\n"
 "  -h, --help             show this help\n"
 "\n"
+"What changed is passed to COMMAND: an argument that is exactly \"/_\" is\n"
+"replaced by the first path that changed (as entr does; at the run at start,\n"
+"the first PATH), and the environment has\n"
+"  NOTIFYX_PATHS    the paths that changed since the last run started, one\n"
+"                   a line, each once, escaped as in watch's text format\n"
+"                   without the quotes (empty at the run at start)\n"
+"  NOTIFYX_EVENTS   the same lines, each after its events and a space:\n"
+"                   \"close_write,create src/a.c\" (events in a fixed order)\n"
+"  NOTIFYX_DROPPED  0, or how many more changes there were than these hold\n"
+"Each path is the watched PATH joined with the entry's path (rename gives\n"
+"both the new and the old one).\n"
+"\n"
 "COMMAND runs in a process group of its own, with standard input from\n"
-"/dev/null.  It is stopped with SIGTERM and SIGCONT to its group, then\n"
+"/dev/null.  It is stopped with SIG (TERM) and SIGCONT to its group, then\n"
 "SIGKILL after %g seconds; notifyx waits until no process of the group is\n"
 "left.  SIGINT, SIGTERM and SIGHUP stop COMMAND this way and end notifyx.\n"
 "\n"
 "Exit status: 0 after SIGINT, SIGTERM or SIGHUP; 1 on an error (a PATH\n"
 "cannot be watched, COMMAND cannot be started, every PATH is gone); 2 on a\n"
-"usage error.  COMMAND's own status does not change it.\n",
+"usage error.  COMMAND's own status does not change it.\n"
+"\n"
+"Examples:\n"
+"  notifyx run -r --ext c,h src -- make          rebuild on C changes\n"
+"  notifyx run -r -c -p src -- make test         clear; not at start\n"
+"  notifyx run -r --restart --signal INT app -- python3 app/server.py\n"
+"  notifyx run --ext md doc -- pandoc -o out.html /_   the file that changed\n"
+"  notifyx run -r src -- sh -c 'printf \"%%s\\n\" \"$NOTIFYX_PATHS\"'\n"
+"  git ls-files | notifyx run --fromfile=- -- make\n",
 		DEFAULT_DEBOUNCE, STOP_GRACE);
 }
 
@@ -87,7 +114,13 @@ struct run {
 	struct ev_loop *loop;
 	struct notifyx *nx;
 	char **cmd;
+	char **argv;    /* cmd with "/_" replaced, for one run */
+	const char *first_root; /* what "/_" is at the run at start */
+	struct watch_opts *opts;
+	struct changes changes; /* since the last run started */
 	int restart;
+	int stop_signal; /* --signal: what stops COMMAND first */
+	int clear;      /* --clear */
 	double delay;   /* the debounce time, in seconds */
 	ev_io io;
 	ev_timer debounce;
@@ -117,8 +150,16 @@ static void spawn(struct run *r)
 {
 	pid_t pid;
 	sigset_t none;
+	size_t i;
 
 	r->pending = 0;
+	/* entr's "/_": the first path that changed (the first PATH at start) */
+	for (i = 0; r->cmd[i]; i++)
+		r->argv[i] = strcmp(r->cmd[i], "/_") != 0 ? r->cmd[i] :
+			     r->changes.n ? r->changes.v[0].path : (char *)r->first_root;
+	r->argv[i] = NULL;
+	if (r->clear)
+		fputs(CLEAR_SCREEN, stdout);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -139,10 +180,15 @@ static void spawn(struct run *r)
 		/* libev's handlers go away with exec; its mask must too */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		execvp(r->cmd[0], r->cmd);
-		fprintf(stderr, "%s: %s: %s\n", progname, r->cmd[0], strerror(errno));
+		if (changes_setenv(&r->changes) < 0) {
+			fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+			_exit(126);
+		}
+		execvp(r->argv[0], r->argv);
+		fprintf(stderr, "%s: %s: %s\n", progname, r->argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
+	changes_clear(&r->changes);
 	/* in the parent too, so that the group exists before anyone signals it */
 	setpgid(pid, pid);
 	r->pid = pid;
@@ -185,8 +231,8 @@ static void stop_group(struct run *r)
 		return;
 	}
 	r->stopping = 1;
-	kill(-r->pgid, SIGTERM);
-	kill(-r->pgid, SIGCONT); /* a stopped process acts on SIGTERM only once continued */
+	kill(-r->pgid, r->stop_signal);
+	kill(-r->pgid, SIGCONT); /* a stopped process acts on a signal only once continued */
 	ev_timer_set(&r->kill_timer, STOP_GRACE, 0.);
 	ev_timer_start(r->loop, &r->kill_timer);
 	ev_timer_set(&r->group_timer, GROUP_CHECK, GROUP_CHECK);
@@ -271,10 +317,22 @@ static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 		const char *end = r->buf + n;
 
 		for (; (const char *)ev < end; ev = notifyx_event_next(ev)) {
-			if (ev->mask == NOTIFYX_IGNORED)
+			const char *root;
+
+			if (ev->mask == NOTIFYX_IGNORED) {
 				r->live--;
-			else
-				changed = 1;
+				continue;
+			}
+			if (!opts_filter(r->opts, ev))
+				continue;
+			changed = 1;
+			root = notifyx_watch_path(r->nx, ev->wd);
+			if (!root)
+				continue;
+			changes_add(&r->changes, fmt_join(root, notifyx_event_path(ev)), ev->mask);
+			if (notifyx_event_old_path(ev))
+				changes_add(&r->changes, fmt_join(root, notifyx_event_old_path(ev)),
+					    ev->mask);
 		}
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -294,14 +352,14 @@ static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+enum { OPT_RESTART = OPT_FIRST_OWN };
+
 static const struct option run_long[] = {
-	{ "recursive", no_argument,       NULL, 'r' },
-	{ "backend",   required_argument, NULL, 'b' },
-	{ "event",     required_argument, NULL, 'e' },
-	{ "events",    required_argument, NULL, 'e' },
-	{ "exclude",   required_argument, NULL, 'x' },
+	OPTS_LONG_OPTIONS,
 	{ "debounce",  required_argument, NULL, 'd' },
-	{ "restart",   no_argument,       NULL, 'R' },
+	{ "restart",   no_argument,       NULL, OPT_RESTART },
+	{ "signal",    required_argument, NULL, 's' },
+	{ "clear",     no_argument,       NULL, 'c' },
 	{ "postpone",  no_argument,       NULL, 'p' },
 	{ "help",      no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -310,17 +368,16 @@ static const struct option run_long[] = {
 int tool_run(int argc, char **argv)
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
-	struct run r = { .status = EXIT_SUCCESS };
-	struct notifyx_config cfg;
-	uint32_t backend = NOTIFYX_BACKEND_AUTO, events = 0, flags = 0;
-	int want_all = 0, postpone = 0, opt, nopt, i, npath, nexclude = 0;
+	struct run r = { .status = EXIT_SUCCESS, .stop_signal = SIGTERM };
+	struct watch_opts o;
+	int postpone = 0, opt, nopt, i, npath, taken;
+	size_t k;
 	long debounce = DEFAULT_DEBOUNCE;
-	const char **excludes;
 	char *end;
 
-	excludes = calloc((size_t)argc, sizeof(*excludes));
-	if (!excludes) {
-		fprintf(stderr, "%s: %s\n", progname, strerror(ENOMEM));
+	r.opts = &o;
+	if (opts_init(&o, argc) < 0) {
+		opts_free(&o);
 		return EXIT_FAILURE;
 	}
 
@@ -328,25 +385,17 @@ int tool_run(int argc, char **argv)
 	for (nopt = 1; nopt < argc && strcmp(argv[nopt], "--") != 0; nopt++)
 		;
 	optind = 0;
-	while ((opt = getopt_long(nopt, argv, "rb:e:x:d:ph", run_long, NULL)) != -1) {
+	while ((opt = getopt_long(nopt, argv, "rb:e:x:d:s:cph", run_long, NULL)) != -1) {
+		taken = opts_parse(&o, opt, optarg);
+		if (taken == 1)
+			continue;
+		if (taken == -2) {
+			opts_free(&o);
+			return EXIT_FAILURE;
+		}
+		if (taken == -1)
+			goto usage;
 		switch (opt) {
-		case 'r':
-			flags |= NOTIFYX_WATCH_RECURSIVE;
-			break;
-		case 'b':
-			if (parse_backend(optarg, &backend) < 0) {
-				fprintf(stderr, "%s: unknown backend '%s' (known: auto, "
-					"inotify, fanotify, dnotify, poll)\n", progname, optarg);
-				goto usage;
-			}
-			break;
-		case 'e':
-			if (parse_events(optarg, &events, &want_all) < 0)
-				goto usage;
-			break;
-		case 'x':
-			excludes[nexclude++] = optarg;
-			break;
 		case 'd':
 			errno = 0;
 			debounce = strtol(optarg, &end, 10);
@@ -356,21 +405,35 @@ int tool_run(int argc, char **argv)
 				goto usage;
 			}
 			break;
-		case 'R':
+		case OPT_RESTART:
 			r.restart = 1;
+			break;
+		case 's':
+			if (parse_signal(optarg, &r.stop_signal) < 0) {
+				fprintf(stderr, "%s: --signal: '%s' is not a signal (a name such "
+					"as TERM, SIGINT or HUP, or a number)\n", progname, optarg);
+				goto usage;
+			}
+			break;
+		case 'c':
+			r.clear = 1;
 			break;
 		case 'p':
 			postpone = 1;
 			break;
 		case 'h':
 			usage_run(stdout);
-			free(excludes);
+			opts_free(&o);
 			return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 		default:
 			goto usage;
 		}
 	}
-	npath = nopt - optind;
+	if (opts_add_paths(&o, argv + optind, nopt - optind) < 0) {
+		opts_free(&o);
+		return EXIT_FAILURE;
+	}
+	npath = (int)o.paths.n;
 	if (npath <= 0) {
 		fprintf(stderr, "%s: run: no PATH given\n", progname);
 		goto usage;
@@ -380,35 +443,18 @@ int tool_run(int argc, char **argv)
 		goto usage;
 	}
 	r.cmd = argv + nopt + 1;
+	r.argv = calloc((size_t)(argc - nopt), sizeof(*r.argv));
+	r.first_root = o.paths.v[0];
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.backend = backend;
-	cfg.flags = NOTIFYX_NONBLOCK;
-	r.nx = notifyx_open(&cfg);
+	r.nx = opts_open(&o);
 	if (!r.nx) {
-		char what[64];
-
-		snprintf(what, sizeof(what), "backend %s", backend_name(backend));
-		report_error(what, errno, backend, 1);
-		free(excludes);
+		free(r.argv);
+		opts_free(&o);
 		return EXIT_FAILURE;
 	}
-	if (events == 0 || want_all)
-		events |= notifyx_supported_events(r.nx) & NOTIFYX_ALL_EVENTS &
-			  (want_all ? NOTIFYX_ALL_EVENTS : ~(uint32_t)READ_EVENTS);
-	for (i = 0; i < nexclude; i++) {
-		if (notifyx_exclude(r.nx, excludes[i]) < 0) {
-			report_error(excludes[i], errno, notifyx_backend(r.nx), 0);
-			r.status = EXIT_FAILURE;
-			goto out;
-		}
-	}
-	for (i = optind; i < nopt; i++) {
-		if (notifyx_add_watch(r.nx, argv[i], events, flags) < 0) {
-			int err = errno;
-
-			report_error(argv[i], err, notifyx_backend(r.nx), 0);
+	for (k = 0; k < o.paths.n; k++) {
+		if (notifyx_add_watch(r.nx, o.paths.v[k], o.events, o.flags) < 0) {
+			opts_add_failed(r.nx, &o, o.paths.v[k], errno);
 			r.status = EXIT_FAILURE;
 			goto out;
 		}
@@ -418,9 +464,9 @@ int tool_run(int argc, char **argv)
 	r.bufsize = NOTIFYX_EVENT_MAX > 65536 ? NOTIFYX_EVENT_MAX : 65536;
 	r.buf = malloc(r.bufsize);
 	r.loop = ev_default_loop(EVFLAG_AUTO);
-	if (!r.buf || !r.loop) {
+	if (!r.buf || !r.loop || !r.argv) {
 		fprintf(stderr, "%s: run: %s\n", progname,
-			r.buf ? "cannot start the libev loop" : strerror(ENOMEM));
+			r.buf && r.argv ? "cannot start the libev loop" : strerror(ENOMEM));
 		r.status = EXIT_FAILURE;
 		goto out;
 	}
@@ -455,12 +501,14 @@ int tool_run(int argc, char **argv)
 
 out:
 	free(r.buf);
-	free(excludes);
+	free(r.argv);
+	changes_free(&r.changes);
+	opts_free(&o);
 	notifyx_close(r.nx);
 	return r.status;
 
 usage:
-	free(excludes);
+	opts_free(&o);
 	try_help("run");
 	return EXIT_USAGE;
 }
