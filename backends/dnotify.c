@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -107,6 +109,33 @@ static void on_free(void *ctx, struct nx_swatch *sw)
 	sw->bdata = NULL;
 }
 
+/* Each watched directory holds a descriptor: the soft RLIMIT_NOFILE is
+ * raised as far as the hard limit allows (a hard limit above fs.nr_open, or
+ * infinite, cannot be the soft one: then fs.nr_open).  Never lowered. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	unsigned long long nr_open = 0;
+	rlim_t cur;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	cur = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		return;
+	if ((f = fopen("/proc/sys/fs/nr_open", "re"))) {
+		if (fscanf(f, "%llu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (nr_open > cur && nr_open < rl.rlim_max) {
+		rl.rlim_cur = (rlim_t)nr_open;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static uint32_t dn_supported(const struct notifyx *nx)
 {
 	(void)nx;
@@ -121,6 +150,7 @@ static int dn_open(struct notifyx *nx)
 
 	if (nx_dnsig_probe() < 0)
 		return -1;
+	raise_nofile();
 	if (!(b = calloc(1, sizeof(*b))))
 		return -1;
 	b->timerfd = -1;

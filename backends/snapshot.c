@@ -354,6 +354,7 @@ static bool enters(const struct reader *rd, const struct nx_snode *k, uint64_t r
 
 static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev,
 		    uint64_t root_dev);
+static bool same_id(const struct nx_sattr *a, const struct nx_sattr *b);
 
 /* Reads k (at rd->path), a subdirectory of the directory open at dfd whose
  * previous state is prev (or NULL), unless it is excluded. */
@@ -365,10 +366,12 @@ static int enter(struct reader *rd, int dfd, struct nx_snode *k, const struct nx
 
 	if (rd->r->skip_dir && rd->r->skip_dir(rd->r->ctx, rd->path, k->name))
 		return 0;
+	if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) && !same_id(&pk->a, &k->a))
+		pk = NULL;
+	if (pk && pk->ref)
+		return read_dir(rd, k, -1, pk, root_dev);
 	rd->r->syscalls++;
 	fd = openat(dfd, k->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) && pk->a.ino != k->a.ino)
-		pk = NULL;
 	/* One that vanished or cannot be read stays without a listing;
 	 * running out of descriptors or memory fails. */
 	if (fd >= 0)
@@ -381,14 +384,26 @@ static int enter(struct reader *rd, int dfd, struct nx_snode *k, const struct nx
 }
 
 /* Lists the directory open at dfd into dir, then enters its subdirectories
- * when recursive.  Closes dfd unless on_dir kept it. */
+ * when recursive.  Closes dfd unless on_dir kept it.  With dfd -1, the
+ * directory is read through the descriptor prev's ref holds, which the diff
+ * then hands to dir: a backend's hold (dnotify's registration) goes on
+ * without a gap, and a whole read does not need a second descriptor per
+ * directory. */
 static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev,
 		    uint64_t root_dev)
 {
 	bool keep = false;
 	int ret = 0;
 
-	if (rd->r->on_dir) {
+	if (dfd < 0) {
+		dfd = prev->ref->fd;
+		keep = true;
+		rd->r->syscalls++;
+		if (lseek(dfd, 0, SEEK_SET) < 0) {
+			partial(rd, errno); /* kept without a listing */
+			goto out;
+		}
+	} else if (rd->r->on_dir) {
 		ret = rd->r->on_dir(rd->r->ctx, dir, dfd, rd->path);
 		if (ret < 0)
 			goto out;
@@ -460,9 +475,17 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 		return root;
 	if (!(rd = reader_new(r)))
 		goto fail;
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r->syscalls++;
-	if (dfd < 0 || read_dir(rd, root, dfd, r->prev, root->a.dev) < 0) {
+	if (r->prev && r->prev->ref && same_id(&r->prev->a, &root->a)) {
+		dfd = -1;
+	} else {
+		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r->syscalls++;
+		if (dfd < 0) {
+			free(rd);
+			goto fail;
+		}
+	}
+	if (read_dir(rd, root, dfd, r->prev, root->a.dev) < 0) {
 		free(rd);
 		goto fail;
 	}
@@ -481,8 +504,6 @@ void nx_snap_mark(struct nx_snode *n)
 	for (n = n->parent; n && !n->relist_below; n = n->parent)
 		n->relist_below = true;
 }
-
-static bool same_id(const struct nx_sattr *a, const struct nx_sattr *b);
 
 /* Takes back what was read of k: a directory that could not be read whole
  * is kept without a listing. */
@@ -1357,7 +1378,13 @@ fail:
 	return -1;
 }
 
-/* The mount ids of this mount namespace now, sorted. */
+/* The mounts of this mount namespace now, sorted by id (the first member:
+ * cmp_u64 compares an id with a struct mnt). */
+struct mnt {
+	uint64_t id;
+	char *point; /* unescaped */
+};
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1365,40 +1392,91 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static uint64_t *mounts(size_t *n)
+/* mountinfo writes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static void mounts_free(struct mnt *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].point);
+	free(v);
+}
+
+static struct mnt *mounts(size_t *n)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	uint64_t *v = NULL, id;
+	struct mnt *v = NULL;
 	size_t cap = 0;
-	char line[4096];
+	char line[4096], point[4096];
+	uint64_t id;
 
 	*n = 0;
 	if (!f)
 		return NULL;
 	while (fgets(line, sizeof(line), f)) {
 		size_t l = strlen(line);
-		if (sscanf(line, "%" SCNu64, &id) == 1) {
+		if (sscanf(line, "%" SCNu64 " %*u %*s %*s %4095s", &id, point) == 2) {
 			if (*n == cap) {
-				uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+				struct mnt *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
 				if (!nv)
 					break;
 				v = nv;
 			}
-			v[(*n)++] = id;
+			unescape(point);
+			if (!(v[*n].point = strdup(point)))
+				break;
+			v[(*n)++].id = id;
 		}
 		/* A line longer than the buffer: skip its rest. */
 		while (l && line[l - 1] != '\n' && fgets(line, sizeof(line), f))
 			l = strlen(line);
 	}
 	fclose(f);
-	qsort(v, *n, sizeof(*v), cmp_u64);
+	if (v)
+		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
+}
+
+/* A hash of the mounts below sw's root, where the root is now; 0 when that
+ * is unknown.  A mount or unmount there raises no signal and no scan finds
+ * what it hid: when the hash changes, the tree is read whole again. */
+static uint64_t mounts_below(const struct nx_swatch *sw, const struct mnt *m, size_t n)
+{
+	char link[32], path[PATH_MAX];
+	uint64_t h = 1;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", sw->rootfd);
+	if ((len = readlink(link, path, sizeof(path) - 1)) <= 0 || path[0] != '/')
+		return 0;
+	path[len] = '\0';
+	if (len == 1)
+		len = 0; /* "/": every mount but itself */
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(m[i].point, path, (size_t)len) && m[i].point[len] == '/' &&
+		    m[i].point[len + 1])
+			h = nx_hash(&m[i].id, sizeof(m[i].id), h);
+	return h;
 }
 
 enum { ROOT_HERE, ROOT_GONE, ROOT_UNMOUNTED };
 
 /* Checks a held root: unmounted, deleted (no link left), or moved. */
-static int check_root(struct notifyx *nx, struct nx_swatch *sw, const uint64_t *mnt, size_t nmnt)
+static int check_root(struct notifyx *nx, struct nx_swatch *sw, const struct mnt *mnt, size_t nmnt)
 {
 	struct nx_watch *w = sw->w;
 	struct stat st, at;
@@ -1429,21 +1507,13 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	size_t n = 0, cap = 0, nmnt = 0;
 	struct nx_swatch **gone = NULL;
 	size_t ngone = 0;
-	uint64_t *mnt;
+	struct mnt *mnt;
 
 	for (struct nx_swatch *sw = s->list; sw; sw = sw->next)
 		cap++;
 	if (!cap)
 		return;
 	mnt = mounts(&nmnt);
-	if (mnt) {
-		/* A mount or unmount below a root raises no signal: any change of
-		 * the mount table has every tree read again. */
-		uint64_t h = nx_hash(mnt, nmnt * sizeof(*mnt), nmnt);
-		if (s->mnt_hash && h != s->mnt_hash)
-			all = true;
-		s->mnt_hash = h;
-	}
 	dw = calloc(cap, sizeof(*dw));
 	c.v = calloc(cap, sizeof(*c.v));
 	gone = calloc(cap, sizeof(*gone));
@@ -1454,18 +1524,23 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	s->busy = true;
 	for (struct nx_swatch *sw = s->list; sw; sw = sw->next) {
 		struct nx_snode *t;
-		bool relist;
+		bool relist, whole = all;
+		uint64_t h;
 		int st;
 
 		if (sw->dead || sw->w->ended)
 			continue;
+		if (mnt && (h = mounts_below(sw, mnt, nmnt))) {
+			whole |= sw->mnt_below && h != sw->mnt_below;
+			sw->mnt_below = h;
+		}
 		st = check_root(nx, sw, mnt, nmnt);
 		if (st == ROOT_UNMOUNTED) {
 			nx_emit(nx, sw->w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
 			nx_end_watch(nx, sw->w);
 			continue;
 		}
-		relist = st == ROOT_HERE && !all && !sw->dirty;
+		relist = st == ROOT_HERE && !whole && !sw->dirty;
 		if (relist && !sw->snap->relist && !sw->snap->relist_below)
 			continue;
 		sw->dirty = false;
@@ -1503,7 +1578,7 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	s->busy = false;
 	reap(s);
 out:
-	free(mnt);
+	mounts_free(mnt, nmnt);
 	free(dw);
 	free(c.v);
 	free(gone);

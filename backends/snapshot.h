@@ -173,6 +173,7 @@ struct nx_swatch {
 	int rootfd;              /* O_PATH, held: it follows the root wherever it goes */
 	struct nx_snode *snap;   /* what the application has been told */
 	uint64_t mnt_id;         /* the root's mount, 0 if unknown */
+	uint64_t mnt_below;      /* of the mounts below the root at the last run, 0 if unknown */
 	bool away;               /* MOVE_SELF reported: the path leads elsewhere */
 	bool dead;               /* removed while a scan ran: freed after it */
 	bool dirty;              /* to be scanned at the next nx_scanner_run(..., false) */
@@ -195,7 +196,6 @@ struct nx_scanner {
 	struct nx_swatch *reading; /* the watch being read (for on_dir) */
 	uint64_t entries;        /* statistics: entries read */
 	uint64_t listings;       /* statistics: directories listed */
-	uint64_t mnt_hash;       /* of the mount ids at the last run */
 };
 
 /* Sets up w: holds its root, reads its tree, reports it with LIST. */
