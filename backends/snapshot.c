@@ -238,12 +238,15 @@ static void generation(struct reader *rd, const char *name, size_t len, struct n
 	close(fd);
 }
 
-/* Notes the first error that leaves part of the tree out, in the directory
- * being read. */
-static void partial(struct reader *rd, int err)
+/* Notes an error that leaves part of the tree out: the entry name (NULL:
+ * the directory being read itself) of the directory being read.  The first
+ * one names the place; every one counts in partial_key. */
+static void partial(struct reader *rd, int err, const char *name, size_t len)
 {
 	struct nx_sread *r = rd->r;
 
+	r->partial_key += nx_hash(name ? name : "", name ? len : 0,
+				  nx_hash(rd->path, rd->path_len, (uint64_t)err));
 	if (r->partial_err)
 		return;
 	r->partial_err = err;
@@ -263,8 +266,24 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 	if (rd->path_len + 1 + len >= sizeof(rd->path)) {
 		/* Its path below the root would not fit in an event: left out,
 		 * and an ERROR names this directory, the deepest that fits. */
-		partial(rd, ENAMETOOLONG);
+		partial(rd, ENAMETOOLONG, name, len);
 		return 0;
+	}
+	if (rd->r->skip) {
+		/* Excluded: not in the snapshot at all, so that what comes from
+		 * or goes to it is an arrival or a departure, as from any
+		 * place the watch does not see. */
+		size_t save = rd->path_len;
+		bool skip;
+		if (save)
+			rd->path[rd->path_len++] = '/';
+		memcpy(rd->path + rd->path_len, name, len + 1);
+		rd->path_len += len;
+		skip = rd->r->skip(rd->r->ctx, rd->path, name);
+		rd->path_len = save;
+		rd->path[save] = '\0';
+		if (skip)
+			return 0;
 	}
 	rd->r->syscalls++;
 	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
@@ -272,7 +291,7 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 		if (errno == ENOMEM)
 			return -1;
 		if (errno != ENOENT)
-			partial(rd, errno);
+			partial(rd, errno, name, len);
 		return 0; /* gone meanwhile, or unreadable: left out */
 	}
 	if (rd->dir->nkids == rd->dir->cap && reserve(rd->dir, 1) < 0)
@@ -312,7 +331,7 @@ static int list_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 	rd->r->syscalls += calls;
 	if (ret && errno != ENOMEM && errno != EMFILE && errno != ENFILE) {
 		if (errno != ENOENT)
-			partial(rd, errno);
+			partial(rd, errno, NULL, 0);
 		for (uint32_t i = 0; i < dir->nkids; i++)
 			nx_snap_free(dir->kids[i]);
 		free(dir->kids);
@@ -357,15 +376,13 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 static bool same_id(const struct nx_sattr *a, const struct nx_sattr *b);
 
 /* Reads k (at rd->path), a subdirectory of the directory open at dfd whose
- * previous state is prev (or NULL), unless it is excluded. */
+ * previous state is prev (or NULL). */
 static int enter(struct reader *rd, int dfd, struct nx_snode *k, const struct nx_snode *prev,
 		 uint64_t root_dev)
 {
 	const struct nx_snode *pk = NULL;
 	int fd;
 
-	if (rd->r->skip_dir && rd->r->skip_dir(rd->r->ctx, rd->path, k->name))
-		return 0;
 	if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) && !same_id(&pk->a, &k->a))
 		pk = NULL;
 	if (pk && pk->ref)
@@ -379,7 +396,7 @@ static int enter(struct reader *rd, int dfd, struct nx_snode *k, const struct nx
 	if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
 		return -1;
 	if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-		partial(rd, errno);
+		partial(rd, errno, NULL, 0);
 	return 0;
 }
 
@@ -400,7 +417,7 @@ static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 		keep = true;
 		rd->r->syscalls++;
 		if (lseek(dfd, 0, SEEK_SET) < 0) {
-			partial(rd, errno); /* kept without a listing */
+			partial(rd, errno, NULL, 0); /* kept without a listing */
 			goto out;
 		}
 	} else if (rd->r->on_dir) {
@@ -442,6 +459,7 @@ static struct reader *reader_new(struct nx_sread *r)
 	rd->r = r;
 	r->failed_path[0] = '\0';
 	r->partial_err = 0;
+	r->partial_key = 0;
 	r->partial_path[0] = '\0';
 	rd->path[0] = '\0';
 	rd->path_len = 0;
@@ -534,7 +552,7 @@ static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_sno
 	if (listed) {
 		rd->r->syscalls++;
 		if (lseek(o->ref->fd, 0, SEEK_SET) < 0)
-			partial(rd, errno);
+			partial(rd, errno, NULL, 0);
 		else if (list_dir(rd, c, o->ref->fd, o) < 0)
 			return -1;
 	} else if (o->entered) {
@@ -572,7 +590,7 @@ static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_sno
 			int err = errno;
 			pop(rd, save);
 			push(rd, n);
-			partial(rd, err);
+			partial(rd, err, NULL, 0);
 			unread(n);
 			ret = 0;
 		}
@@ -1265,7 +1283,7 @@ struct scan_ctx {
 	struct nx_swatch **v;
 };
 
-static bool excluded_dir(void *ctx, const char *path, const char *name)
+static bool excluded(void *ctx, const char *path, const char *name)
 {
 	struct scan_ctx *c = ctx;
 
@@ -1285,7 +1303,7 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool
 	struct nx_sread r = {
 		.recursive = sw->w->flags & NOTIFYX_WATCH_RECURSIVE,
 		.xdev = sw->w->flags & NOTIFYX_WATCH_XDEV,
-		.skip_dir = excluded_dir,
+		.skip = excluded,
 		.ctx = c,
 		.prev = sw->snap,
 		.on_dir = c->s->on_dir ? read_on_dir : NULL,
@@ -1308,14 +1326,14 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool
 		sw->failed = true;
 	} else if (t && r.partial_err) {
 		/* Part of the tree could not be read (or its paths would not
-		 * fit): said once for each place and error in a row.  What was
-		 * left out is tried again when its directory is read again. */
-		uint64_t key = nx_hash(r.partial_path, strlen(r.partial_path), (uint64_t)r.partial_err);
-		if (!sw->failed || key != sw->err_key)
+		 * fit): said again only when what is left out changed (new
+		 * entries left out, say).  What was left out is tried again
+		 * when its directory is read again. */
+		if (!sw->failed || r.partial_key != sw->err_key)
 			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
 				strlen(r.partial_path), NULL, 0);
 		sw->failed = true;
-		sw->err_key = key;
+		sw->err_key = r.partial_key;
 	} else if (t && !relist) {
 		sw->failed = false;
 	}

@@ -73,8 +73,8 @@ struct nx_sread {
 	bool recursive;    /* enter subdirectories (else only the root's listing) */
 	bool xdev;         /* do not enter directories of another device than the root */
 	/* Called with the path relative to the root and the name of each
-	 * directory before it is entered; true keeps it out. May be NULL. */
-	bool (*skip_dir)(void *ctx, const char *path, const char *name);
+	 * entry listed; true keeps it out of the snapshot. May be NULL. */
+	bool (*skip)(void *ctx, const char *path, const char *name);
 	void *ctx;
 	/* The previous snapshot, if any: lets an unchanged entry keep an
 	 * identity that is costly to read (the generation). May be NULL. */
@@ -94,6 +94,7 @@ struct nx_sread {
 	/* After a read that worked: the first error that left part of the tree
 	 * out (0: none), and the directory where it happened, as above. */
 	int partial_err;
+	uint64_t partial_key; /* of every error that left something out, and where */
 	char partial_path[PATH_MAX];
 };
 
