@@ -274,8 +274,13 @@ static int dn_process(struct notifyx *nx)
 		for (struct nx_swatch *sw = b->scanner.list; sw; sw = sw->next)
 			sw->dirty = true;
 	}
-	for (struct nx_swatch *sw = b->scanner.list; sw && !due; sw = sw->next)
-		due = sw->dirty;
+	for (struct nx_swatch *sw = b->scanner.list; sw; sw = sw->next) {
+		/* A file moved out of the directory that is registered for it
+		 * raises no signal there any more: it is read at every check. */
+		if (due && sw->away && !nx_snode_isdir(sw->snap))
+			sw->dirty = true;
+		due |= sw->dirty;
+	}
 	if (due || b->marked) {
 		b->marked = false;
 		nx_scanner_run(nx, &b->scanner, false);

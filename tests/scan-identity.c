@@ -239,16 +239,18 @@ static int flags_of(int wd, uint32_t mask)
 
 static void self_events(struct notifyx *nx, const char *dir)
 {
-	uint32_t ev = NOTIFYX_MOVE_SELF | NOTIFYX_DELETE_SELF;
+	uint32_t ev = NOTIFYX_MOVE_SELF | NOTIFYX_DELETE_SELF | NOTIFYX_MODIFY;
 	int d, f;
 
 	mkdir(at(dir, "sd"), 0755);
+	mkdir(at(dir, "elsewhere"), 0755);
 	put(at(dir, "sf"), "x");
 	d = notifyx_add_watch(nx, at(dir, "sd"), ev, 0);
 	f = notifyx_add_watch(nx, at(dir, "sf"), ev, 0);
 	CHECK(d > 0 && f > 0, "add_watch: %s", strerror(errno));
 	settle(nx);
-	CHECK(rename(at(dir, "sd"), at(dir, "sd2")) == 0 && rename(at(dir, "sf"), at(dir, "sf2")) == 0,
+	CHECK(rename(at(dir, "sd"), at(dir, "sd2")) == 0 &&
+		      rename(at(dir, "sf"), at(dir, "elsewhere/sf2")) == 0,
 	      "rename");
 	settle(nx);
 	CHECK(flags_of(d, NOTIFYX_MOVE_SELF) == (NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR),
@@ -257,7 +259,14 @@ static void self_events(struct notifyx *nx, const char *dir)
 	      "a file root renamed: expected one MOVE_SELF without ISDIR");
 	if (failures)
 		dump();
-	CHECK(rmdir(at(dir, "sd2")) == 0 && unlink(at(dir, "sf2")) == 0, "remove");
+	/* The watch goes on where the file went, another directory. */
+	put(at(dir, "elsewhere/sf2"), "longer");
+	settle(nx);
+	CHECK(flags_of(f, NOTIFYX_MODIFY) == NOTIFYX_EVENT_SYNTHETIC,
+	      "a file root moved to another directory, then written: expected one MODIFY");
+	if (failures)
+		dump();
+	CHECK(rmdir(at(dir, "sd2")) == 0 && unlink(at(dir, "elsewhere/sf2")) == 0, "remove");
 	settle(nx);
 	CHECK(flags_of(d, NOTIFYX_DELETE_SELF) == (NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR),
 	      "a directory root removed: expected one DELETE_SELF with ISDIR");
