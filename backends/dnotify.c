@@ -4,12 +4,13 @@
  * its signals routed into the handle by backends/dnsig.c, and names found by
  * diffing snapshots (backends/snapshot.c).
  *
- * dnotify says only "something changed in this directory": a signal marks
- * the watch that holds the directory, and the watch's tree is read again
- * and diffed.  Each read opens the tree's directories anew and registers
- * them before the previous read's descriptors are released, so no change
- * falls between two registrations.  A file is watched through its
- * directory.  No signal tells that a watched root was renamed or removed:
+ * dnotify says only "something changed in this directory": the signal
+ * names the directory (si_fd), which is listed again at once, alone, and
+ * diffed (nx_snap_relist); directories that are new in it are read whole and
+ * registered before they are listed, so no change falls between
+ * registration and listing.  Each directory's descriptor is held from one
+ * snapshot to the next (struct dndir, an nx_sref).  A file is watched
+ * through its directory.  No signal tells that a watched root was renamed or removed:
  * the roots are checked every poll_interval_ms (a timerfd), as on poll.
  * SIGIO, which the kernel sends when the real-time signal queue is full,
  * is an OVERFLOW of every watch and a read of every tree.
@@ -22,6 +23,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -35,114 +38,102 @@ struct dnb {
 	int timerfd;
 	struct nx_dnsig *sig;
 	struct nx_scanner scanner;
-	struct nx_map fds; /* directory descriptor -> struct nx_swatch */
+	struct nx_map fds; /* directory descriptor -> struct dndir */
+	bool marked;       /* a directory was marked to be listed again */
 };
 
-/* The descriptors of one watch. */
-struct dnw {
-	int *fds;        /* of the snapshot the watch holds */
-	size_t nfds, cap;
-	int *pend;       /* of the read in progress */
-	size_t npend, pcap;
-	int parentfd;    /* a file watch: its directory, or -1 */
+/* A registered directory: one of a snapshot (ref.node), or the directory of
+ * a file watch (ref.node NULL, in the watch's bdata). */
+struct dndir {
+	struct nx_sref ref;
+	struct dnb *b;
+	struct nx_swatch *sw;
 };
 
-static struct dnw *dnw_of(struct nx_swatch *sw)
+static void dndir_release(struct nx_sref *ref)
 {
-	if (!sw->bdata) {
-		struct dnw *d = calloc(1, sizeof(*d));
-		if (!d)
-			return NULL;
-		d->parentfd = -1;
-		sw->bdata = d;
-	}
-	return sw->bdata;
+	struct dndir *dd = (struct dndir *)ref;
+
+	nx_map_del(&dd->b->fds, (uint64_t)ref->fd);
+	/* Before close: any close of a registered descriptor would cancel the
+	 * registration anyway, but the routing stays. */
+	nx_dnsig_unwatch(dd->b->sig, ref->fd);
+	close(ref->fd);
+	free(dd);
 }
 
-static int add_fd(struct dnb *b, struct nx_swatch *sw, int fd)
+/* Registers fd; on failure the caller still owns fd. */
+static struct dndir *dndir_new(struct dnb *b, struct nx_swatch *sw, int fd)
 {
-	if (nx_dnsig_watch(b->sig, fd, DN_EVENTS) < 0)
-		return -1;
-	if (nx_map_put(&b->fds, (uint64_t)fd, sw) < 0) {
+	struct dndir *dd = calloc(1, sizeof(*dd));
+
+	if (!dd)
+		return NULL;
+	dd->ref.fd = fd;
+	dd->ref.release = dndir_release;
+	dd->b = b;
+	dd->sw = sw;
+	if (nx_dnsig_watch(b->sig, fd, DN_EVENTS) < 0) {
+		free(dd);
+		return NULL;
+	}
+	if (nx_map_put(&b->fds, (uint64_t)fd, dd) < 0) {
 		nx_dnsig_unwatch(b->sig, fd);
+		free(dd);
 		errno = ENOMEM;
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return dd;
 }
 
-static void release(struct dnb *b, int *fds, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		nx_map_del(&b->fds, (uint64_t)fds[i]);
-		/* Before close: any close of a registered descriptor would
-		 * cancel the registration anyway, but the routing stays. */
-		nx_dnsig_unwatch(b->sig, fds[i]);
-		close(fds[i]);
-	}
-}
-
+/* Each directory read is registered and held: the snapshot engine moves the
+ * hold from snapshot to snapshot, and releases it with the directory. */
 static int on_dir(void *ctx, struct nx_snode *n, int fd, const char *path)
 {
 	struct dnb *b = ctx;
-	struct nx_swatch *sw = b->scanner.reading;
-	struct dnw *d = dnw_of(sw);
+	struct dndir *dd = dndir_new(b, b->scanner.reading, fd);
 
-	(void)n;
 	(void)path;
-	if (!d)
+	if (!dd)
 		return -1;
-	if (d->npend == d->pcap) {
-		size_t cap = d->pcap ? 2 * d->pcap : 16;
-		int *v = realloc(d->pend, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		d->pend = v;
-		d->pcap = cap;
-	}
-	if (add_fd(b, sw, fd) < 0)
-		return -1;
-	d->pend[d->npend++] = fd;
+	dd->ref.node = n;
+	n->ref = &dd->ref;
 	return 1;
-}
-
-static void on_read(void *ctx, struct nx_swatch *sw, struct nx_snode *old, struct nx_snode *cur)
-{
-	struct dnb *b = ctx;
-	struct dnw *d = sw->bdata;
-
-	(void)old;
-	if (!d)
-		return;
-	if (!cur) { /* the read failed: the previous descriptors stay */
-		release(b, d->pend, d->npend);
-		d->npend = 0;
-		return;
-	}
-	release(b, d->fds, d->nfds);
-	free(d->fds);
-	d->fds = d->pend;
-	d->nfds = d->npend;
-	d->cap = d->pcap;
-	d->pend = NULL;
-	d->npend = d->pcap = 0;
 }
 
 static void on_free(void *ctx, struct nx_swatch *sw)
 {
-	struct dnb *b = ctx;
-	struct dnw *d = sw->bdata;
-
-	if (!d)
-		return;
-	release(b, d->fds, d->nfds);
-	release(b, d->pend, d->npend);
-	if (d->parentfd >= 0)
-		release(b, &d->parentfd, 1);
-	free(d->fds);
-	free(d->pend);
-	free(d);
+	(void)ctx;
+	if (sw->bdata)
+		dndir_release(sw->bdata);
 	sw->bdata = NULL;
+}
+
+/* Each watched directory holds a descriptor: the soft RLIMIT_NOFILE is
+ * raised as far as the hard limit allows (a hard limit above fs.nr_open, or
+ * infinite, cannot be the soft one: then fs.nr_open).  Never lowered. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	unsigned long long nr_open = 0;
+	rlim_t cur;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	cur = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		return;
+	if ((f = fopen("/proc/sys/fs/nr_open", "re"))) {
+		if (fscanf(f, "%llu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (nr_open > cur && nr_open < rl.rlim_max) {
+		rl.rlim_cur = (rlim_t)nr_open;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static uint32_t dn_supported(const struct notifyx *nx)
@@ -159,6 +150,7 @@ static int dn_open(struct notifyx *nx)
 
 	if (nx_dnsig_probe() < 0)
 		return -1;
+	raise_nofile();
 	if (!(b = calloc(1, sizeof(*b))))
 		return -1;
 	b->timerfd = -1;
@@ -172,7 +164,6 @@ static int dn_open(struct notifyx *nx)
 	    nx_epoll_add(nx, b->timerfd) < 0 || nx_epoll_add(nx, nx_dnsig_fd(b->sig)) < 0)
 		goto fail;
 	b->scanner.on_dir = on_dir;
-	b->scanner.on_read = on_read;
 	b->scanner.on_free = on_free;
 	b->scanner.ctx = b;
 	nx->bdata = b;
@@ -198,18 +189,17 @@ static void dn_close(struct notifyx *nx)
 	free(b);
 }
 
-/* A file is watched through its directory (dnotify watches nothing else). */
+/* A file is watched through its directory (dnotify watches nothing else),
+ * opened by the path given to notifyx_add_watch, while it still leads there. */
 static int watch_parent(struct dnb *b, struct nx_swatch *sw)
 {
 	const char *path = sw->w->abspath;
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	size_t len = slash && slash != path ? (size_t)(slash - path) : 1;
-	struct dnw *d = dnw_of(sw);
+	struct dndir *dd;
 	int fd;
 
-	if (!d)
-		return -1;
 	if (len >= sizeof(dir)) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -219,13 +209,13 @@ static int watch_parent(struct dnb *b, struct nx_swatch *sw)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (add_fd(b, sw, fd) < 0) {
+	if (!(dd = dndir_new(b, sw, fd))) {
 		int err = errno;
 		close(fd);
 		errno = err;
 		return -1;
 	}
-	d->parentfd = fd;
+	sw->bdata = dd;
 	return 0;
 }
 
@@ -253,13 +243,20 @@ static void dn_rm_watch(struct notifyx *nx, struct nx_watch *w)
 	nx_scanner_rm(&b->scanner, w);
 }
 
+/* The kernel's signal names the directory: only that one is listed again
+ * (a file watch's directory: the file is checked). */
 static void signalled(void *ctx, int dfd)
 {
 	struct dnb *b = ctx;
-	struct nx_swatch *sw = nx_map_get(&b->fds, (uint64_t)dfd);
+	struct dndir *dd = nx_map_get(&b->fds, (uint64_t)dfd);
 
-	if (sw)
-		sw->dirty = true;
+	if (!dd)
+		return;
+	if (dd->ref.node)
+		nx_snap_mark(dd->ref.node);
+	else
+		dd->sw->dirty = true;
+	b->marked = true;
 }
 
 static int dn_process(struct notifyx *nx)
@@ -277,10 +274,17 @@ static int dn_process(struct notifyx *nx)
 		for (struct nx_swatch *sw = b->scanner.list; sw; sw = sw->next)
 			sw->dirty = true;
 	}
-	for (struct nx_swatch *sw = b->scanner.list; sw && !due; sw = sw->next)
-		due = sw->dirty;
-	if (due)
+	for (struct nx_swatch *sw = b->scanner.list; sw; sw = sw->next) {
+		/* A file moved out of the directory that is registered for it
+		 * raises no signal there any more: it is read at every check. */
+		if (due && sw->away && !nx_snode_isdir(sw->snap))
+			sw->dirty = true;
+		due |= sw->dirty;
+	}
+	if (due || b->marked) {
+		b->marked = false;
 		nx_scanner_run(nx, &b->scanner, false);
+	}
 	return 0;
 }
 

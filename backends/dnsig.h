@@ -77,15 +77,16 @@
  * A change made through a hard link in another directory is not seen.
  *
  * An open descriptor per directory.  Each watched directory (each directory
- * of a recursive tree) holds one descriptor, counted against RLIMIT_NOFILE:
- * when it runs out, notifyx_add_watch fails with EMFILE and leaves nothing
- * behind, and a directory that appears later is reported with NOTIFYX_ERROR.
+ * of a recursive tree) holds one descriptor, counted against RLIMIT_NOFILE,
+ * whose soft limit notifyx_open raises to the hard one: when it runs out,
+ * notifyx_add_watch fails with EMFILE and leaves nothing behind, and a
+ * directory that appears later is reported with NOTIFYX_ERROR.
  * The descriptors keep the filesystem busy: umount fails with EBUSY while it
  * is watched; umount -l succeeds and the watch reports NOTIFYX_UNMOUNT.
  *
  * Little information.  Signals carry no names, so the library keeps a
- * snapshot of each directory and compares it with a new listing when the
- * directory's signal arrives: every event is NOTIFYX_EVENT_SYNTHETIC, an
+ * snapshot of each directory and compares it with a new listing of that
+ * directory alone when its signal arrives: every event is NOTIFYX_EVENT_SYNTHETIC, an
  * entry that comes and goes between two listings is not reported, and the
  * operations that leave no trace in a listing (OPEN, ACCESS, CLOSE_*) cannot
  * be requested (EOPNOTSUPP).  A rename of the watched directory itself

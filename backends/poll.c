@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The poll backend: every poll_interval_ms (a timerfd in the handle's epoll
- * set) each watch's tree is read again and diffed against what was reported
+ * The poll backend: poll_interval_ms after the end of the previous scan (a
+ * one-shot timerfd in the handle's epoll set) each watch's tree is read again and diffed against what was reported
  * (backends/snapshot.c).  It needs nothing from the kernel but directory
  * listings, so it works on any filesystem: network filesystems, FUSE,
  * /proc-like trees.
@@ -19,6 +19,7 @@
 
 struct pollb {
 	int timerfd;
+	struct itimerspec interval; /* one shot, armed again after each scan */
 	struct nx_scanner scanner;
 };
 
@@ -31,16 +32,14 @@ static uint32_t poll_supported(const struct notifyx *nx)
 static int poll_open(struct notifyx *nx)
 {
 	struct pollb *pb = calloc(1, sizeof(*pb));
-	struct itimerspec its = { 0 };
 	int err;
 
 	if (!pb)
 		return -1;
-	its.it_value.tv_sec = nx->poll_interval_ms / 1000;
-	its.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
-	its.it_interval = its.it_value;
+	pb->interval.it_value.tv_sec = nx->poll_interval_ms / 1000;
+	pb->interval.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
 	pb->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (pb->timerfd < 0 || timerfd_settime(pb->timerfd, 0, &its, NULL) < 0 ||
+	if (pb->timerfd < 0 || timerfd_settime(pb->timerfd, 0, &pb->interval, NULL) < 0 ||
 	    nx_epoll_add(nx, pb->timerfd) < 0) {
 		err = errno;
 		if (pb->timerfd >= 0)
@@ -81,10 +80,14 @@ static int poll_process(struct notifyx *nx)
 	struct pollb *pb = nx->bdata;
 	uint64_t ticks;
 
-	/* Scans run when the interval has passed, whoever asks. */
+	/* Scans run when the interval has passed, whoever asks; the next
+	 * interval counts from the end of this scan, so that a scan longer
+	 * than the interval is not followed by another at once. */
 	if (read(pb->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return 0;
 	nx_scanner_run(nx, &pb->scanner, true);
+	if (timerfd_settime(pb->timerfd, 0, &pb->interval, NULL) < 0)
+		return -1;
 	return 0;
 }
 

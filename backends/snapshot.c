@@ -57,6 +57,8 @@ void nx_snap_free(struct nx_snode *n)
 	for (uint32_t i = 0; i < n->nkids; i++)
 		nx_snap_free(n->kids[i]);
 	free(n->kids);
+	if (n->ref)
+		n->ref->release(n->ref);
 	if (n->name_alloc)
 		free(n->name);
 	free(n);
@@ -236,12 +238,15 @@ static void generation(struct reader *rd, const char *name, size_t len, struct n
 	close(fd);
 }
 
-/* Notes the first error that leaves part of the tree out, in the directory
- * being read. */
-static void partial(struct reader *rd, int err)
+/* Notes an error that leaves part of the tree out: the entry name (NULL:
+ * the directory being read itself) of the directory being read.  The first
+ * one names the place; every one counts in partial_key. */
+static void partial(struct reader *rd, int err, const char *name, size_t len)
 {
 	struct nx_sread *r = rd->r;
 
+	r->partial_key += nx_hash(name ? name : "", name ? len : 0,
+				  nx_hash(rd->path, rd->path_len, (uint64_t)err));
 	if (r->partial_err)
 		return;
 	r->partial_err = err;
@@ -258,13 +263,35 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 	struct statx sx;
 
 	(void)type;
+	if (rd->path_len + 1 + len >= sizeof(rd->path)) {
+		/* Its path below the root would not fit in an event: left out,
+		 * and an ERROR names this directory, the deepest that fits. */
+		partial(rd, ENAMETOOLONG, name, len);
+		return 0;
+	}
+	if (rd->r->skip) {
+		/* Excluded: not in the snapshot at all, so that what comes from
+		 * or goes to it is an arrival or a departure, as from any
+		 * place the watch does not see. */
+		size_t save = rd->path_len;
+		bool skip;
+		if (save)
+			rd->path[rd->path_len++] = '/';
+		memcpy(rd->path + rd->path_len, name, len + 1);
+		rd->path_len += len;
+		skip = rd->r->skip(rd->r->ctx, rd->path, name);
+		rd->path_len = save;
+		rd->path[save] = '\0';
+		if (skip)
+			return 0;
+	}
 	rd->r->syscalls++;
 	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0) {
 		if (errno == ENOMEM)
 			return -1;
 		if (errno != ENOENT)
-			partial(rd, errno);
+			partial(rd, errno, name, len);
 		return 0; /* gone meanwhile, or unreadable: left out */
 	}
 	if (rd->dir->nkids == rd->dir->cap && reserve(rd->dir, 1) < 0)
@@ -287,118 +314,306 @@ static int kid_cmp(const void *a, const void *b)
 	return name_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
-/* Lists the directory open at dfd into dir, then enters its subdirectories
- * when recursive.  Closes dfd unless on_dir kept it. */
-static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev,
-		    uint64_t root_dev)
+/* Lists the directory open at dfd into dir, sorted; prev (the same
+ * directory in the previous snapshot, or NULL) lends identities.  One that
+ * cannot be listed (an I/O error, gone) is kept without a listing; running
+ * out of descriptors or memory fails. */
+static int list_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev)
 {
-	bool keep = false;
 	unsigned calls = 0;
-	int ret = 0;
+	int ret;
 
-	if (rd->r->on_dir) {
-		ret = rd->r->on_dir(rd->r->ctx, dir, dfd, rd->path);
-		if (ret < 0)
-			goto out;
-		keep = ret > 0;
-	}
 	rd->dir = dir;
 	rd->prev = prev;
 	rd->dfd = dfd;
+	rd->r->listings++;
 	ret = nx_scan_dir(dfd, list_one, rd, &calls);
-	rd->r->syscalls += calls + 1; /* getdents64 calls, and close */
+	rd->r->syscalls += calls;
 	if (ret && errno != ENOMEM && errno != EMFILE && errno != ENFILE) {
-		/* Cannot be listed (an I/O error): kept without a listing. */
 		if (errno != ENOENT)
-			partial(rd, errno);
+			partial(rd, errno, NULL, 0);
 		for (uint32_t i = 0; i < dir->nkids; i++)
 			nx_snap_free(dir->kids[i]);
 		free(dir->kids);
 		dir->kids = NULL;
 		dir->nkids = dir->cap = 0;
-		ret = 0;
-		goto out;
+		return 0;
 	}
 	if (ret)
-		goto out;
+		return -1;
 	dir->entered = true;
 	if (dir->nkids > 1)
 		qsort(dir->kids, dir->nkids, sizeof(*dir->kids), kid_cmp);
-	if (!rd->r->recursive)
-		goto out;
-	for (uint32_t i = 0; i < dir->nkids && !ret; i++) {
-		struct nx_snode *k = dir->kids[i];
-		const struct nx_snode *pk = NULL;
-		size_t save = rd->path_len;
-		int fd;
+	return 0;
+}
 
-		if (!nx_snode_isdir(k) || (rd->r->xdev && k->a.dev != root_dev))
-			continue;
-		/* Every path below it must still fit. */
-		if (save + 1 + k->name_len + 1 + NAME_MAX >= sizeof(rd->path))
-			continue;
-		if (save)
-			rd->path[rd->path_len++] = '/';
-		memcpy(rd->path + rd->path_len, k->name, k->name_len + 1);
-		rd->path_len += k->name_len;
-		if (!rd->r->skip_dir || !rd->r->skip_dir(rd->r->ctx, rd->path, k->name)) {
-			rd->r->syscalls++;
-			fd = openat(dfd, k->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) &&
-			    pk->a.ino != k->a.ino)
-				pk = NULL;
-			/* One that vanished or cannot be read stays without a
-			 * listing; running out of descriptors or memory fails. */
-			if (fd >= 0)
-				ret = read_dir(rd, k, fd, pk, root_dev);
-			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-				ret = -1;
-			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-				partial(rd, errno);
+/* Appends k's name to the path being read; returns the length to go back to. */
+static size_t push(struct reader *rd, const struct nx_snode *k)
+{
+	size_t save = rd->path_len;
+
+	/* k is in a listing: its path fits (list_one). */
+	if (save)
+		rd->path[rd->path_len++] = '/';
+	memcpy(rd->path + rd->path_len, k->name, k->name_len + 1);
+	rd->path_len += k->name_len;
+	return save;
+}
+
+static void pop(struct reader *rd, size_t save)
+{
+	rd->path_len = save;
+	rd->path[save] = '\0';
+}
+
+static bool enters(const struct reader *rd, const struct nx_snode *k, uint64_t root_dev)
+{
+	return nx_snode_isdir(k) && !(rd->r->xdev && k->a.dev != root_dev);
+}
+
+static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev,
+		    uint64_t root_dev);
+static bool same_id(const struct nx_sattr *a, const struct nx_sattr *b);
+
+/* Reads k (at rd->path), a subdirectory of the directory open at dfd whose
+ * previous state is prev (or NULL). */
+static int enter(struct reader *rd, int dfd, struct nx_snode *k, const struct nx_snode *prev,
+		 uint64_t root_dev)
+{
+	const struct nx_snode *pk = NULL;
+	int fd;
+
+	if (prev && (pk = nx_snap_find(prev, k->name, k->name_len)) && !same_id(&pk->a, &k->a))
+		pk = NULL;
+	if (pk && pk->ref)
+		return read_dir(rd, k, -1, pk, root_dev);
+	rd->r->syscalls++;
+	fd = openat(dfd, k->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* One that vanished or cannot be read stays without a listing;
+	 * running out of descriptors or memory fails. */
+	if (fd >= 0)
+		return read_dir(rd, k, fd, pk, root_dev);
+	if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+		return -1;
+	if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+		partial(rd, errno, NULL, 0);
+	return 0;
+}
+
+/* Lists the directory open at dfd into dir, then enters its subdirectories
+ * when recursive.  Closes dfd unless on_dir kept it.  With dfd -1, the
+ * directory is read through the descriptor prev's ref holds, which the diff
+ * then hands to dir: a backend's hold (dnotify's registration) goes on
+ * without a gap, and a whole read does not need a second descriptor per
+ * directory. */
+static int read_dir(struct reader *rd, struct nx_snode *dir, int dfd, const struct nx_snode *prev,
+		    uint64_t root_dev)
+{
+	bool keep = false;
+	int ret = 0;
+
+	if (dfd < 0) {
+		dfd = prev->ref->fd;
+		keep = true;
+		rd->r->syscalls++;
+		if (lseek(dfd, 0, SEEK_SET) < 0) {
+			partial(rd, errno, NULL, 0); /* kept without a listing */
+			goto out;
 		}
-		if (ret)
+	} else if (rd->r->on_dir) {
+		ret = rd->r->on_dir(rd->r->ctx, dir, dfd, rd->path);
+		if (ret < 0)
+			goto out;
+		keep = ret > 0;
+	}
+	ret = list_dir(rd, dir, dfd, prev);
+	for (uint32_t i = 0; !ret && rd->r->recursive && i < dir->nkids; i++) {
+		struct nx_snode *k = dir->kids[i];
+		size_t save;
+
+		if (!enters(rd, k, root_dev))
+			continue;
+		save = push(rd, k);
+		if ((ret = enter(rd, dfd, k, prev, root_dev)))
 			break; /* r->failed_path keeps the directory that failed */
-		rd->path_len = save;
-		rd->path[save] = '\0';
+		pop(rd, save);
 	}
 out:
 	if (ret && !rd->r->failed_path[0] && rd->path_len < sizeof(rd->r->failed_path))
 		memcpy(rd->r->failed_path, rd->path, rd->path_len + 1);
 	if (!keep) {
 		int err = errno;
+		rd->r->syscalls++;
 		close(dfd);
 		errno = err;
 	}
 	return ret ? -1 : 0;
 }
 
+static struct reader *reader_new(struct nx_sread *r)
+{
+	struct reader *rd = malloc(sizeof(*rd));
+
+	if (!rd)
+		return NULL;
+	rd->r = r;
+	r->failed_path[0] = '\0';
+	r->partial_err = 0;
+	r->partial_key = 0;
+	r->partial_path[0] = '\0';
+	rd->path[0] = '\0';
+	rd->path_len = 0;
+	return rd;
+}
+
+static struct nx_snode *read_root(int fd, struct nx_sread *r)
+{
+	struct nx_snode *root;
+	struct statx sx;
+
+	r->syscalls++;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+		  &sx) < 0)
+		return NULL;
+	if (!(root = node_new("", 0)))
+		return NULL;
+	fill(&root->a, &sx);
+	return root;
+}
+
 struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 {
 	struct reader *rd;
 	struct nx_snode *root;
-	struct statx sx;
 	int err, dfd;
 
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
-		  &sx) < 0)
+	if (!(root = read_root(fd, r)))
 		return NULL;
-	r->syscalls++;
-	if (!(root = node_new("", 0)))
-		return NULL;
-	fill(&root->a, &sx);
 	if (!nx_snode_isdir(root))
 		return root;
-	if (!(rd = malloc(sizeof(*rd))))
+	if (!(rd = reader_new(r)))
 		goto fail;
-	rd->r = r;
-	r->failed_path[0] = '\0';
-	r->partial_err = 0;
-	r->partial_path[0] = '\0';
-	rd->path[0] = '\0';
-	rd->path_len = 0;
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r->syscalls++;
-	if (dfd < 0 || read_dir(rd, root, dfd, r->prev, root->a.dev) < 0) {
+	if (r->prev && r->prev->ref && same_id(&r->prev->a, &root->a)) {
+		dfd = -1;
+	} else {
+		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r->syscalls++;
+		if (dfd < 0) {
+			free(rd);
+			goto fail;
+		}
+	}
+	if (read_dir(rd, root, dfd, r->prev, root->a.dev) < 0) {
+		free(rd);
+		goto fail;
+	}
+	free(rd);
+	return root;
+fail:
+	err = errno;
+	nx_snap_free(root);
+	errno = err;
+	return NULL;
+}
+
+void nx_snap_mark(struct nx_snode *n)
+{
+	n->relist = true;
+	for (n = n->parent; n && !n->relist_below; n = n->parent)
+		n->relist_below = true;
+}
+
+/* Takes back what was read of k: a directory that could not be read whole
+ * is kept without a listing. */
+static void unread(struct nx_snode *k)
+{
+	for (uint32_t i = 0; i < k->nkids; i++)
+		nx_snap_free(k->kids[i]);
+	free(k->kids);
+	k->kids = NULL;
+	k->nkids = k->cap = 0;
+	k->entered = false;
+	if (k->ref) {
+		k->ref->release(k->ref);
+		k->ref = NULL;
+	}
+}
+
+/* Builds c, the new state of directory o: listed again through its ref when
+ * o is marked, else o's entries copied (their attributes too: no system
+ * call); then the same for the subdirectories that are marked or hold marked
+ * ones.  A directory that is new in a listing is read whole.  Other
+ * directories are left without a listing. */
+static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_snode *o,
+		      uint64_t root_dev)
+{
+	bool listed = o->relist && o->ref;
+
+	if (listed) {
+		rd->r->syscalls++;
+		if (lseek(o->ref->fd, 0, SEEK_SET) < 0)
+			partial(rd, errno, NULL, 0);
+		else if (list_dir(rd, c, o->ref->fd, o) < 0)
+			return -1;
+	} else if (o->entered) {
+		if (reserve(c, o->nkids) < 0)
+			return -1;
+		for (uint32_t i = 0; i < o->nkids; i++) {
+			const struct nx_snode *k = o->kids[i];
+			struct nx_snode *n = node_new(k->name, k->name_len);
+			if (!n)
+				return -1;
+			n->a = k->a;
+			n->parent = c;
+			c->kids[c->nkids++] = n;
+		}
+		c->entered = true;
+	}
+	for (uint32_t i = 0; rd->r->recursive && i < c->nkids; i++) {
+		struct nx_snode *n = c->kids[i];
+		const struct nx_snode *k;
+		size_t save;
+		int ret = 0;
+
+		if (!enters(rd, n, root_dev))
+			continue;
+		k = nx_snap_find(o, n->name, n->name_len);
+		save = push(rd, n);
+		if (k && k->entered && same_id(&k->a, &n->a)) {
+			if (k->relist || k->relist_below)
+				ret = relist_dir(rd, n, k, root_dev);
+		} else if (listed && (ret = enter(rd, o->ref->fd, n, o, root_dev)) < 0 &&
+			   (errno == EMFILE || errno == ENFILE)) {
+			/* Out of descriptors: this directory is not watched (an
+			 * ERROR names it), the rest goes on; the next listing of
+			 * its parent tries again. */
+			int err = errno;
+			pop(rd, save);
+			push(rd, n);
+			partial(rd, err, NULL, 0);
+			unread(n);
+			ret = 0;
+		}
+		if (ret < 0)
+			return -1;
+		pop(rd, save);
+	}
+	return 0;
+}
+
+struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r)
+{
+	struct reader *rd;
+	struct nx_snode *root;
+	int err;
+
+	if (!(root = read_root(fd, r)))
+		return NULL;
+	if (!nx_snode_isdir(root) || !nx_snode_isdir(prev))
+		return root;
+	if (!(rd = reader_new(r)))
+		goto fail;
+	if (relist_dir(rd, root, prev, root->a.dev) < 0) {
 		free(rd);
 		goto fail;
 	}
@@ -431,7 +646,7 @@ struct diff {
 	size_t narr, carr;
 	struct nx_snode *trash;  /* dropped subtrees, chained by hnext */
 	bool oom;                /* an arrival could not be recorded */
-	char p[2][2 * PATH_MAX];
+	char p[2][PATH_MAX]; /* paths that fit in an event */
 };
 
 static uint64_t id_key(const struct nx_sattr *a)
@@ -881,6 +1096,12 @@ static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_sno
 {
 	uint32_t i = 0, j = 0;
 
+	if (v->ref && !c->ref) { /* the backend's hold follows the directory */
+		c->ref = v->ref;
+		c->ref->node = c;
+		v->ref = NULL;
+	}
+
 	if (v->entered && !c->entered && nx_snode_isdir(c)) {
 		/* It could not be read this time (it was being moved, say): what
 		 * was known of it stays known, to be compared next time. */
@@ -1062,7 +1283,7 @@ struct scan_ctx {
 	struct nx_swatch **v;
 };
 
-static bool excluded_dir(void *ctx, const char *path, const char *name)
+static bool excluded(void *ctx, const char *path, const char *name)
 {
 	struct scan_ctx *c = ctx;
 
@@ -1076,28 +1297,27 @@ static int read_on_dir(void *ctx, struct nx_snode *n, int fd, const char *path)
 	return c->s->on_dir ? c->s->on_dir(c->s->ctx, n, fd, path) : 0;
 }
 
-static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
+/* Reads sw's tree again: whole, or (relist) only its marked directories. */
+static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool relist)
 {
 	struct nx_sread r = {
 		.recursive = sw->w->flags & NOTIFYX_WATCH_RECURSIVE,
 		.xdev = sw->w->flags & NOTIFYX_WATCH_XDEV,
-		.skip_dir = excluded_dir,
+		.skip = excluded,
 		.ctx = c,
 		.prev = sw->snap,
 		.on_dir = c->s->on_dir ? read_on_dir : NULL,
 	};
 	struct nx_snode *t;
-
 	int err;
 
 	c->sw = sw;
 	c->s->reading = sw;
-	t = nx_snap_read(sw->rootfd, &r);
+	t = relist ? nx_snap_relist(sw->rootfd, sw->snap, &r) : nx_snap_read(sw->rootfd, &r);
 	err = errno;
 	c->s->reading = NULL;
 	c->s->entries += r.entries;
-	if (c->s->on_read)
-		c->s->on_read(c->s->ctx, sw, sw->snap, t);
+	c->s->listings += r.listings;
 	if (!t && sw->snap && !sw->failed && err != ENOENT) {
 		/* Part of the tree cannot be watched (descriptors, memory): said
 		 * once, until a read works again. */
@@ -1105,14 +1325,16 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw)
 			strlen(r.failed_path), NULL, 0);
 		sw->failed = true;
 	} else if (t && r.partial_err) {
-		/* Part of the tree could not be read: said once too, and read
-		 * again at the next scan. */
-		if (!sw->failed)
+		/* Part of the tree could not be read (or its paths would not
+		 * fit): said again only when what is left out changed (new
+		 * entries left out, say).  What was left out is tried again
+		 * when its directory is read again. */
+		if (!sw->failed || r.partial_key != sw->err_key)
 			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
 				strlen(r.partial_path), NULL, 0);
 		sw->failed = true;
-		sw->dirty = true;
-	} else if (t) {
+		sw->err_key = r.partial_key;
+	} else if (t && !relist) {
 		sw->failed = false;
 	}
 	errno = err;
@@ -1144,7 +1366,7 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 	/* Registered before the read, so that on_dir finds it. */
 	sw->next = s->list;
 	s->list = sw;
-	if (!(sw->snap = read_tree(&c, sw))) {
+	if (!(sw->snap = read_tree(&c, sw, false))) {
 		s->list = sw->next;
 		goto fail;
 	}
@@ -1174,7 +1396,13 @@ fail:
 	return -1;
 }
 
-/* The mount ids of this mount namespace now, sorted. */
+/* The mounts of this mount namespace now, sorted by id (the first member:
+ * cmp_u64 compares an id with a struct mnt). */
+struct mnt {
+	uint64_t id;
+	char *point; /* unescaped */
+};
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1182,40 +1410,91 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static uint64_t *mounts(size_t *n)
+/* mountinfo writes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static void mounts_free(struct mnt *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].point);
+	free(v);
+}
+
+static struct mnt *mounts(size_t *n)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	uint64_t *v = NULL, id;
+	struct mnt *v = NULL;
 	size_t cap = 0;
-	char line[4096];
+	char line[4096], point[4096];
+	uint64_t id;
 
 	*n = 0;
 	if (!f)
 		return NULL;
 	while (fgets(line, sizeof(line), f)) {
 		size_t l = strlen(line);
-		if (sscanf(line, "%" SCNu64, &id) == 1) {
+		if (sscanf(line, "%" SCNu64 " %*u %*s %*s %4095s", &id, point) == 2) {
 			if (*n == cap) {
-				uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+				struct mnt *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
 				if (!nv)
 					break;
 				v = nv;
 			}
-			v[(*n)++] = id;
+			unescape(point);
+			if (!(v[*n].point = strdup(point)))
+				break;
+			v[(*n)++].id = id;
 		}
 		/* A line longer than the buffer: skip its rest. */
 		while (l && line[l - 1] != '\n' && fgets(line, sizeof(line), f))
 			l = strlen(line);
 	}
 	fclose(f);
-	qsort(v, *n, sizeof(*v), cmp_u64);
+	if (v)
+		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
+}
+
+/* A hash of the mounts below sw's root, where the root is now; 0 when that
+ * is unknown.  A mount or unmount there raises no signal and no scan finds
+ * what it hid: when the hash changes, the tree is read whole again. */
+static uint64_t mounts_below(const struct nx_swatch *sw, const struct mnt *m, size_t n)
+{
+	char link[32], path[PATH_MAX];
+	uint64_t h = 1;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", sw->rootfd);
+	if ((len = readlink(link, path, sizeof(path) - 1)) <= 0 || path[0] != '/')
+		return 0;
+	path[len] = '\0';
+	if (len == 1)
+		len = 0; /* "/": every mount but itself */
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(m[i].point, path, (size_t)len) && m[i].point[len] == '/' &&
+		    m[i].point[len + 1])
+			h = nx_hash(&m[i].id, sizeof(m[i].id), h);
+	return h;
 }
 
 enum { ROOT_HERE, ROOT_GONE, ROOT_UNMOUNTED };
 
 /* Checks a held root: unmounted, deleted (no link left), or moved. */
-static int check_root(struct notifyx *nx, struct nx_swatch *sw, const uint64_t *mnt, size_t nmnt)
+static int check_root(struct notifyx *nx, struct nx_swatch *sw, const struct mnt *mnt, size_t nmnt)
 {
 	struct nx_watch *w = sw->w;
 	struct stat st, at;
@@ -1232,7 +1511,9 @@ static int check_root(struct notifyx *nx, struct nx_swatch *sw, const uint64_t *
 	here = ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? lstat(w->abspath, &at) : stat(w->abspath, &at)) == 0 &&
 	       at.st_dev == st.st_dev && at.st_ino == st.st_ino;
 	if (!here && !sw->away)
-		nx_emit(nx, w, NOTIFYX_MOVE_SELF, NOTIFYX_EVENT_SYNTHETIC, 0, 0, "", 0, NULL, 0);
+		nx_emit(nx, w, NOTIFYX_MOVE_SELF,
+			NOTIFYX_EVENT_SYNTHETIC | (S_ISDIR(st.st_mode) ? NOTIFYX_EVENT_ISDIR : 0), 0,
+			0, "", 0, NULL, 0);
 	sw->away = !here;
 	return ROOT_HERE;
 }
@@ -1244,21 +1525,13 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	size_t n = 0, cap = 0, nmnt = 0;
 	struct nx_swatch **gone = NULL;
 	size_t ngone = 0;
-	uint64_t *mnt;
+	struct mnt *mnt;
 
 	for (struct nx_swatch *sw = s->list; sw; sw = sw->next)
 		cap++;
 	if (!cap)
 		return;
 	mnt = mounts(&nmnt);
-	if (mnt) {
-		/* A mount or unmount below a root raises no signal: any change of
-		 * the mount table has every tree read again. */
-		uint64_t h = nx_hash(mnt, nmnt * sizeof(*mnt), nmnt);
-		if (s->mnt_hash && h != s->mnt_hash)
-			all = true;
-		s->mnt_hash = h;
-	}
 	dw = calloc(cap, sizeof(*dw));
 	c.v = calloc(cap, sizeof(*c.v));
 	gone = calloc(cap, sizeof(*gone));
@@ -1269,20 +1542,27 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 	s->busy = true;
 	for (struct nx_swatch *sw = s->list; sw; sw = sw->next) {
 		struct nx_snode *t;
+		bool relist, whole = all;
+		uint64_t h;
 		int st;
 
 		if (sw->dead || sw->w->ended)
 			continue;
+		if (mnt && (h = mounts_below(sw, mnt, nmnt))) {
+			whole |= sw->mnt_below && h != sw->mnt_below;
+			sw->mnt_below = h;
+		}
 		st = check_root(nx, sw, mnt, nmnt);
 		if (st == ROOT_UNMOUNTED) {
 			nx_emit(nx, sw->w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
 			nx_end_watch(nx, sw->w);
 			continue;
 		}
-		if (st == ROOT_HERE && !all && !sw->dirty)
+		relist = st == ROOT_HERE && !whole && !sw->dirty;
+		if (relist && !sw->snap->relist && !sw->snap->relist_below)
 			continue;
 		sw->dirty = false;
-		t = st == ROOT_GONE ? nx_snap_empty(sw->snap) : read_tree(&c, sw);
+		t = st == ROOT_GONE ? nx_snap_empty(sw->snap) : read_tree(&c, sw, relist);
 		if (!t) {
 			if (errno == ENOMEM)
 				nx_lost(nx, sw->w);
@@ -1309,14 +1589,14 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 		c.v[i]->snap = dw[i].cur;
 	}
 	for (size_t i = 0; i < ngone; i++) {
-		nx_emit(nx, gone[i]->w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_SYNTHETIC, 0, 0, "", 0,
-			NULL, 0);
+		nx_emit(nx, gone[i]->w, NOTIFYX_DELETE_SELF,
+			NOTIFYX_EVENT_SYNTHETIC | dirflag(gone[i]->snap), 0, 0, "", 0, NULL, 0);
 		nx_end_watch(nx, gone[i]->w);
 	}
 	s->busy = false;
 	reap(s);
 out:
-	free(mnt);
+	mounts_free(mnt, nmnt);
 	free(dw);
 	free(c.v);
 	free(gone);

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -30,12 +31,28 @@ struct nx_sattr {
 	bool has_id2;
 };
 
+struct nx_snode;
+
+/* A backend's hold on one directory (dnotify: its registered descriptor),
+ * which follows the directory from each snapshot to the next: the diff
+ * moves it from a node of the old tree to the node of the same directory in
+ * the new one (and keeps node up to date); freeing the node that has it
+ * calls release. */
+struct nx_sref {
+	struct nx_snode *node;
+	int fd;                /* open on the directory (O_RDONLY), for listing it again */
+	void (*release)(struct nx_sref *ref);
+};
+
 struct nx_snode {
 	struct nx_snode *parent;
 	struct nx_snode **kids; /* sorted by name (memcmp order) */
 	uint32_t nkids, cap;
 	bool entered;           /* a directory whose entries were read (kids is its listing) */
 	bool name_alloc;        /* name was allocated apart from the node */
+	bool relist;            /* to be listed again by nx_snap_relist */
+	bool relist_below;      /* a directory below it is */
+	struct nx_sref *ref;    /* the backend's hold on this directory, or NULL */
 	uint8_t state;          /* diff scratch */
 	struct nx_snode *pair;  /* diff scratch: the other side of a move */
 	struct nx_snode *hnext; /* diff scratch: chain of one identity */
@@ -56,8 +73,8 @@ struct nx_sread {
 	bool recursive;    /* enter subdirectories (else only the root's listing) */
 	bool xdev;         /* do not enter directories of another device than the root */
 	/* Called with the path relative to the root and the name of each
-	 * directory before it is entered; true keeps it out. May be NULL. */
-	bool (*skip_dir)(void *ctx, const char *path, const char *name);
+	 * entry listed; true keeps it out of the snapshot. May be NULL. */
+	bool (*skip)(void *ctx, const char *path, const char *name);
 	void *ctx;
 	/* The previous snapshot, if any: lets an unchanged entry keep an
 	 * identity that is costly to read (the generation). May be NULL. */
@@ -65,6 +82,7 @@ struct nx_sread {
 	/* Statistics, added to. */
 	uint64_t entries;
 	uint64_t syscalls;
+	uint64_t listings; /* directories listed */
 	/* Called with each directory descriptor just opened (and its node,
 	 * and its path relative to the root): returns 1 when it keeps fd open
 	 * (the reader then never closes it), 0 when not, -1 to stop the read
@@ -72,11 +90,12 @@ struct nx_sread {
 	int (*on_dir)(void *ctx, struct nx_snode *n, int fd, const char *path);
 	/* After a failure: the directory (relative path) where it happened,
 	 * or "" for the root, or when it would not fit. */
-	char failed_path[256];
+	char failed_path[PATH_MAX];
 	/* After a read that worked: the first error that left part of the tree
 	 * out (0: none), and the directory where it happened, as above. */
 	int partial_err;
-	char partial_path[256];
+	uint64_t partial_key; /* of every error that left something out, and where */
+	char partial_path[PATH_MAX];
 };
 
 /* Reads the tree at fd (any descriptor of the root, O_PATH included).  The
@@ -87,6 +106,17 @@ struct nx_sread {
  * left out (both noted in partial_err), except for EMFILE, ENFILE and
  * ENOMEM, which fail the read. */
 struct nx_snode *nx_snap_read(int fd, struct nx_sread *r);
+/* Marks directory n (of a tree that nx_snap_relist will read) to be listed
+ * again; only directories with a ref can be. */
+void nx_snap_mark(struct nx_snode *n);
+/* Reads again, through their refs' descriptors, only the directories of prev
+ * marked by nx_snap_mark, and the directories that are new in them (entered
+ * as nx_snap_read does, on_dir included).  Every other directory is in the
+ * result without a listing (not entered), so that the diff against prev
+ * hands it prev's listing.  Returns NULL with errno as nx_snap_read does;
+ * a new directory that cannot be read is kept without a listing (noted in
+ * partial_err), to be tried again at the next listing of its parent. */
+struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
 void nx_snap_free(struct nx_snode *n);
@@ -144,10 +174,12 @@ struct nx_swatch {
 	int rootfd;              /* O_PATH, held: it follows the root wherever it goes */
 	struct nx_snode *snap;   /* what the application has been told */
 	uint64_t mnt_id;         /* the root's mount, 0 if unknown */
+	uint64_t mnt_below;      /* of the mounts below the root at the last run, 0 if unknown */
 	bool away;               /* MOVE_SELF reported: the path leads elsewhere */
 	bool dead;               /* removed while a scan ran: freed after it */
 	bool dirty;              /* to be scanned at the next nx_scanner_run(..., false) */
 	bool failed;             /* the last read failed and an ERROR said so */
+	uint64_t err_key;        /* of the last ERROR for part of the tree */
 	struct nx_swatch *next;
 	void *bdata;             /* the backend's */
 };
@@ -158,23 +190,21 @@ struct nx_scanner {
 	bool busy;               /* a scan runs: removals are deferred */
 	/* Passed to nx_snap_read for every read (dnotify registers directories). */
 	int (*on_dir)(void *ctx, struct nx_snode *n, int fd, const char *path);
-	/* Called when a watch's state is freed (dnotify releases directories). */
+	/* Called when a watch's state is freed (dnotify releases a file
+	 * watch's directory). */
 	void (*on_free)(void *ctx, struct nx_swatch *sw);
-	/* Called after each read of a watch's tree, with the old and new
-	 * snapshots, or with cur NULL when the read failed (dnotify keeps the
-	 * descriptors of one of them). */
-	void (*on_read)(void *ctx, struct nx_swatch *sw, struct nx_snode *old, struct nx_snode *cur);
 	void *ctx;
 	struct nx_swatch *reading; /* the watch being read (for on_dir) */
 	uint64_t entries;        /* statistics: entries read */
-	uint64_t mnt_hash;       /* of the mount ids at the last run */
+	uint64_t listings;       /* statistics: directories listed */
 };
 
 /* Sets up w: holds its root, reads its tree, reports it with LIST. */
 int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w);
 void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w);
 /* Checks every root (moved, deleted, unmounted) and reads the trees again:
- * every watch's, or (all false) the dirty ones' and those of roots that went. */
+ * every watch's, or (all false) the dirty ones' and those of roots that went,
+ * and in the other trees the directories marked with nx_snap_mark. */
 void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all);
 struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w);
 void nx_scanner_free(struct nx_scanner *s);

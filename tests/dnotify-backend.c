@@ -9,6 +9,11 @@
  *    than RLIMIT_NOFILE allows fails with EMFILE and leaves nothing behind
  *    (descriptors, events); directories that appear later beyond the limit
  *    give one NOTIFYX_ERROR with EMFILE;
+ *  - a signal lists again only the directory it names: a change that only
+ *    a listing of a sibling would see (made through a hard link from
+ *    outside the watch, which signals nothing) is not reported until that
+ *    sibling is signalled;
+ *  - notifyx_open raises the soft RLIMIT_NOFILE to the hard limit;
  *  - two handles in two threads each get their own events;
  *  - with /proc/sys/fs/dir-notify-enable at 0 (root only; set back at once:
  *    it is system-wide), the backend cannot start: ENOSYS.
@@ -186,6 +191,70 @@ static void descriptor_limit(const char *dir)
 	notifyx_close(nx);
 }
 
+static void append(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "more", 4) != 4)
+		FAIL("%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+static void only_signalled(const char *dir)
+{
+	char w[4096], out[4096];
+	struct notifyx *nx;
+	int wd, n;
+
+	snprintf(w, sizeof(w), "%s/w", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	if (mkdir(w, 0755) < 0 || mkdir(out, 0755) < 0 || mkdir(at(w, "a", 0, NULL), 0755) < 0 ||
+	    mkdir(at(w, "b", 0, NULL), 0755) < 0)
+		FAIL("mkdir: %s", strerror(errno));
+	touch(at(w, "b", 0, "f"));
+	if (link(at(w, "b", 0, "f"), at(out, "f", 0, NULL)) < 0)
+		FAIL("link: %s", strerror(errno));
+	if (!(nx = open_dn()))
+		FAIL("notifyx_open: %s", strerror(errno));
+	wd = notifyx_add_watch(nx, w, NOTIFYX_MODIFY | NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	if (wd < 0)
+		FAIL("add_watch: %s", strerror(errno));
+	collect(nx, 200, 0, NULL);
+	append(at(out, "f", 0, NULL)); /* b0/f changes; no directory of the watch is signalled */
+	if ((n = collect(nx, 300, NOTIFYX_MODIFY, NULL)))
+		FAIL("%d MODIFY without any signal", n);
+	touch(at(w, "a", 0, "new"));
+	if ((n = collect(nx, 500, NOTIFYX_MODIFY, NULL)))
+		FAIL("a signal for a0 listed b0 again (%d MODIFY of b0/f)", n);
+	touch(at(w, "b", 0, "g"));
+	if ((n = collect(nx, 500, NOTIFYX_MODIFY, NULL)) != 1)
+		FAIL("a signal for b0: %d MODIFY of b0/f, expected 1", n);
+	notifyx_close(nx);
+}
+
+static void raised_nofile(const char *dir)
+{
+	struct rlimit rl;
+	struct notifyx *nx;
+
+	(void)dir;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		FAIL("getrlimit: %s", strerror(errno));
+	if (rl.rlim_max < 512 || rl.rlim_max == RLIM_INFINITY) {
+		printf("  note: hard RLIMIT_NOFILE %llu: not checked\n", (unsigned long long)rl.rlim_max);
+		return;
+	}
+	rl.rlim_cur = 256;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		FAIL("setrlimit: %s", strerror(errno));
+	if (!(nx = open_dn()))
+		FAIL("notifyx_open: %s", strerror(errno));
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= 256)
+		FAIL("soft RLIMIT_NOFILE %llu after notifyx_open, expected it raised toward %llu",
+		     (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	notifyx_close(nx);
+}
+
 struct th {
 	char dir[4096];
 	int own, other;
@@ -309,6 +378,8 @@ int main(void)
 		return 1;
 	bad |= in_child(sigio_overflow, "sigio");
 	bad |= in_child(descriptor_limit, "emfile");
+	bad |= in_child(only_signalled, "only-signalled");
+	bad |= in_child(raised_nofile, "nofile");
 	bad |= in_child(two_threads, "threads");
 	bad |= in_child(disabled, "disabled");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);

@@ -7,7 +7,16 @@
  *  - an inode number reused by a new file is not a rename (ext4 hands a
  *    freed number to the next new file; the backends compare birth times);
  *  - a change within the same second, of the same size, is still MODIFY
- *    (nanosecond times).
+ *    (nanosecond times);
+ *  - self events: a watched file renamed is MOVE_SELF, deleted DELETE_SELF;
+ *    a directory root's carry ISDIR, a file's do not;
+ *  - deep paths: a tree whose absolute paths are longer than PATH_MAX is
+ *    watched to where its paths relative to the root fit; an entry whose
+ *    relative path would not fit is an ERROR (ENAMETOOLONG) naming its
+ *    directory, never silence;
+ *  - a moved root: after a directory above the root is renamed, directories
+ *    made later in the tree are read (through the held root, not its old
+ *    path).
  * A scan happens only when the handle is read, so whatever is done between
  * two reads is one change of state.  Exit 0 pass, 1 fail, 77 when neither
  * backend can run here.
@@ -40,7 +49,8 @@ static const char *bname;
 
 struct ev {
 	uint32_t mask, flags;
-	char path[256], old[256];
+	int32_t error, wd;
+	char path[4096], old[256];
 };
 
 static struct ev evs[256];
@@ -64,7 +74,10 @@ static void settle(struct notifyx *nx)
 					break;
 				evs[nev].mask = e->mask;
 				evs[nev].flags = e->flags;
-				snprintf(evs[nev].path, 256, "%s", notifyx_event_path(e));
+				evs[nev].error = e->error;
+				evs[nev].wd = e->wd;
+				snprintf(evs[nev].path, sizeof(evs[nev].path), "%s",
+					 notifyx_event_path(e));
 				snprintf(evs[nev].old, 256, "%s",
 					 notifyx_event_old_path(e) ? notifyx_event_old_path(e) : "");
 				nev++;
@@ -209,6 +222,158 @@ static void same_second(struct notifyx *nx, const char *dir)
 	settle(nx);
 }
 
+/* The flags of the one event of wd with this type, or -1 (none or several). */
+static int flags_of(int wd, uint32_t mask)
+{
+	int found = -1;
+
+	for (int i = 0; i < nev; i++) {
+		if (evs[i].mask != mask || evs[i].wd != wd)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (int)evs[i].flags;
+	}
+	return found;
+}
+
+static void self_events(struct notifyx *nx, const char *dir)
+{
+	uint32_t ev = NOTIFYX_MOVE_SELF | NOTIFYX_DELETE_SELF | NOTIFYX_MODIFY;
+	int d, f;
+
+	mkdir(at(dir, "sd"), 0755);
+	mkdir(at(dir, "elsewhere"), 0755);
+	put(at(dir, "sf"), "x");
+	d = notifyx_add_watch(nx, at(dir, "sd"), ev, 0);
+	f = notifyx_add_watch(nx, at(dir, "sf"), ev, 0);
+	CHECK(d > 0 && f > 0, "add_watch: %s", strerror(errno));
+	settle(nx);
+	CHECK(rename(at(dir, "sd"), at(dir, "sd2")) == 0 &&
+		      rename(at(dir, "sf"), at(dir, "elsewhere/sf2")) == 0,
+	      "rename");
+	settle(nx);
+	CHECK(flags_of(d, NOTIFYX_MOVE_SELF) == (NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR),
+	      "a directory root renamed: expected one MOVE_SELF with ISDIR");
+	CHECK(flags_of(f, NOTIFYX_MOVE_SELF) == NOTIFYX_EVENT_SYNTHETIC,
+	      "a file root renamed: expected one MOVE_SELF without ISDIR");
+	if (failures)
+		dump();
+	/* The watch goes on where the file went, another directory. */
+	put(at(dir, "elsewhere/sf2"), "longer");
+	settle(nx);
+	CHECK(flags_of(f, NOTIFYX_MODIFY) == NOTIFYX_EVENT_SYNTHETIC,
+	      "a file root moved to another directory, then written: expected one MODIFY");
+	if (failures)
+		dump();
+	CHECK(rmdir(at(dir, "sd2")) == 0 && unlink(at(dir, "elsewhere/sf2")) == 0, "remove");
+	settle(nx);
+	CHECK(flags_of(d, NOTIFYX_DELETE_SELF) == (NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR),
+	      "a directory root removed: expected one DELETE_SELF with ISDIR");
+	CHECK(flags_of(f, NOTIFYX_DELETE_SELF) == NOTIFYX_EVENT_SYNTHETIC,
+	      "a file root removed: expected one DELETE_SELF without ISDIR");
+	CHECK(flags_of(d, NOTIFYX_IGNORED) >= 0 && flags_of(f, NOTIFYX_IGNORED) >= 0,
+	      "removed roots: expected IGNORED");
+	if (failures)
+		dump();
+}
+
+/* mkdirat + openat down a chain: the absolute paths get longer than PATH_MAX. */
+static int down(int fd, const char *name)
+{
+	int nfd;
+
+	if (mkdirat(fd, name, 0755) < 0 ||
+	    (nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		perror(name);
+		exit(1);
+	}
+	close(fd);
+	return nfd;
+}
+
+static void deep_paths(struct notifyx *nx, const char *dir)
+{
+	char name[251], rel[4096] = "", longname[101];
+	size_t len = 0;
+	int fd, wd, err = 0;
+
+	memset(name, 'n', 250);
+	name[250] = '\0';
+	memset(longname, 'L', 100);
+	longname[100] = '\0';
+	/* 8 levels above the root, 16 below: the deepest directory's path
+	 * relative to the root is 16 * 251 - 1 = 4015 bytes. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = down(fd, "deep");
+	for (int i = 0; i < 8; i++)
+		fd = down(fd, name);
+	fd = down(fd, "root");
+	wd = -1;
+	{
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		/* The root's own path fits; add it by its real path. */
+		char root[4096];
+		ssize_t n = readlink(proc, root, sizeof(root) - 1);
+		CHECK(n > 0, "readlink: %s", strerror(errno));
+		root[n > 0 ? n : 0] = '\0';
+		wd = notifyx_add_watch(nx, root, NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+		CHECK(wd > 0, "add_watch of a root %zd bytes long: %s", n, strerror(errno));
+	}
+	for (int i = 0; i < 16; i++) {
+		fd = down(fd, name);
+		len += (size_t)snprintf(rel + len, sizeof(rel) - len, "%s%s", i ? "/" : "", name);
+	}
+	settle(nx);
+	CHECK(count(NOTIFYX_CREATE, rel) == 1, "the directory %zu bytes below the root: not reported",
+	      len);
+	/* One that fits, one that does not. */
+	close(openat(fd, "ok", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	close(openat(fd, longname, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	close(fd);
+	settle(nx);
+	for (int i = 0; i < nev; i++)
+		if (evs[i].mask == NOTIFYX_ERROR && !strcmp(evs[i].path, rel))
+			err = evs[i].error;
+	strcat(rel, "/ok");
+	CHECK(count(NOTIFYX_CREATE, rel) == 1, "an entry %zu bytes below the root: not reported",
+	      strlen(rel));
+	CHECK(err == ENAMETOOLONG,
+	      "an entry whose path below the root is too long: ERROR %s naming its directory, "
+	      "expected ENAMETOOLONG", err ? strerror(err) : "(none)");
+	if (failures)
+		dump();
+	notifyx_rm_watch(nx, wd);
+	settle(nx);
+}
+
+static void moved_root(struct notifyx *nx, const char *dir)
+{
+	int wd;
+
+	mkdir(at(dir, "above"), 0755);
+	mkdir(at(dir, "above/root"), 0755);
+	wd = notifyx_add_watch(nx, at(dir, "above/root"), NOTIFYX_CREATE | NOTIFYX_MOVE_SELF,
+			       NOTIFYX_WATCH_RECURSIVE);
+	CHECK(wd > 0, "add_watch: %s", strerror(errno));
+	settle(nx);
+	CHECK(rename(at(dir, "above"), at(dir, "above2")) == 0, "rename");
+	settle(nx);
+	CHECK(flags_of(wd, NOTIFYX_MOVE_SELF) == (NOTIFYX_EVENT_SYNTHETIC | NOTIFYX_EVENT_ISDIR),
+	      "a directory above the root renamed: expected one MOVE_SELF with ISDIR");
+	mkdir(at(dir, "above2/root/new"), 0755);
+	settle(nx);
+	put(at(dir, "above2/root/new/f"), "x");
+	settle(nx);
+	CHECK(count(NOTIFYX_CREATE, "new/f") == 1 && count(NOTIFYX_ERROR, NULL) == 0,
+	      "after the root moved: a file in a new directory not reported (or an ERROR)");
+	if (failures)
+		dump();
+	notifyx_rm_watch(nx, wd);
+	settle(nx);
+}
+
 static int run(uint32_t backend)
 {
 	struct notifyx_config c = { .size = sizeof(c), .backend = backend,
@@ -229,6 +394,9 @@ static int run(uint32_t backend)
 	renames_by_inode(nx, tmpl);
 	inode_reuse(nx, tmpl);
 	same_second(nx, tmpl);
+	self_events(nx, tmpl);
+	deep_paths(nx, tmpl);
+	moved_root(nx, tmpl);
 	notifyx_close(nx);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
 	if (system(cmd) != 0)

@@ -3,7 +3,9 @@
  * trees built in memory): each case checks the exact events, and that a
  * mirror applying them to the old tree ends equal to the new one.  Reading
  * real directories (nanosecond times, inode reuse, renames found by inode)
- * is tested on the kernel by tests/scan-identity.c. */
+ * is tested on the kernel by tests/scan-identity.c, except nx_snap_relist,
+ * whose refs (the backend's holds on directories) are checked here on a
+ * real directory. */
 #include "config.h"
 
 #include <errno.h>
@@ -14,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -306,6 +310,118 @@ static void remount_is_overflow(void **state)
 	assert_string_equal(diff_n(&o, &c, &f, 1), "0:overflow ");
 }
 
+/* ---- nx_snap_relist on a real directory, with refs ---- */
+
+struct fake_ref {
+	struct nx_sref ref;
+	int *released;
+};
+
+static void fake_release(struct nx_sref *ref)
+{
+	struct fake_ref *f = (struct fake_ref *)ref;
+
+	++*f->released;
+	close(ref->fd);
+	free(f);
+}
+
+static int released;
+
+static int fake_on_dir(void *ctx, struct nx_snode *n, int fd, const char *path)
+{
+	struct fake_ref *f = calloc(1, sizeof(*f));
+
+	(void)ctx;
+	(void)path;
+	assert_non_null(f);
+	f->ref = (struct nx_sref){ .node = n, .fd = fd, .release = fake_release };
+	f->released = &released;
+	n->ref = &f->ref;
+	(*(int *)ctx)++;
+	return 1;
+}
+
+static int refs_ok(const struct nx_snode *n)
+{
+	int k = 0;
+
+	if (nx_snode_isdir(n) && n->entered) {
+		assert_non_null(n->ref);
+		assert_ptr_equal(n->ref->node, n);
+		k++;
+	}
+	for (uint32_t i = 0; i < n->nkids; i++)
+		k += refs_ok(n->kids[i]);
+	return k;
+}
+
+static void touch_at(const char *dir, const char *name)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+}
+
+static void relist_marked_only(void **state)
+{
+	char dir[] = "/tmp/notifyx-unit-snapshot.XXXXXX", p[4096];
+	struct nx_sread r = { .recursive = true, .on_dir = fake_on_dir };
+	int opened = 0, fd;
+	struct nx_snode *old, *cur;
+	const char *ev;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/a", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/b", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	touch_at(dir, "b/f");
+	fd = open(dir, O_PATH | O_CLOEXEC);
+	r.ctx = &opened;
+	released = 0;
+	assert_non_null(old = nx_snap_read(fd, &r));
+	assert_int_equal(opened, 3);
+	assert_int_equal(refs_ok(old), 3);
+	/* Both change; only a is marked. */
+	touch_at(dir, "a/new");
+	touch_at(dir, "b/new");
+	snprintf(p, sizeof(p), "%s/a/sub", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	nx_snap_mark(nx_snap_find(old, "a", 1));
+	r.prev = old;
+	r.listings = 0;
+	assert_non_null(cur = nx_snap_relist(fd, old, &r));
+	assert_int_equal(r.listings, 2); /* a, and a/sub which is new */
+	assert_int_equal(opened, 4);     /* a/sub registered; a reused */
+	{
+		struct nx_sdiff_watch w = { .old = old, .cur = cur, .flags = NX_SDIFF_RECURSIVE };
+		static struct rec rc;
+		struct sm_model m;
+		uint32_t cookie = 0;
+
+		memset(&rc, 0, sizeof(rc));
+		rc.models = &m;
+		sm_from_tree(&m, old);
+		assert_int_equal(nx_snap_diff(&w, 1, &cookie, record, &rc), 0);
+		sm_free(&m);
+		ev = rc.text;
+		assert_string_equal(ev, "0:create a/new|0:create/ a/sub");
+	}
+	nx_snap_free(old);
+	assert_int_equal(released, 0); /* every ref went on to cur */
+	assert_int_equal(refs_ok(cur), 4);
+	assert_int_equal(nx_snap_find(nx_snap_find(cur, "b", 1), "f", 1) != NULL, 1);
+	assert_null(nx_snap_find(nx_snap_find(cur, "b", 1), "new", 3)); /* b not listed */
+	nx_snap_free(cur);
+	assert_int_equal(released, 4);
+	close(fd);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +438,7 @@ int main(void)
 		cmocka_unit_test(cookies_differ),
 		cmocka_unit_test(unread_directory_keeps_listing),
 		cmocka_unit_test(remount_is_overflow),
+		cmocka_unit_test(relist_marked_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
