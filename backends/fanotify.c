@@ -881,10 +881,6 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
 		return;
-	/* A filesystem mark sees inside new directories at once: they become
-	 * nodes when an event names them, unless their entries are to be listed. */
-	if (fs_mode(w) && !report)
-		return;
 	if ((pfd = open_node(nx, n)) < 0) {
 		/* Events not read yet moved n (its path now ends nowhere, in a
 		 * file, or at another object): try again once they are read; if
@@ -911,11 +907,13 @@ static struct fsmark *fsmark_of(const struct fan *fa, const unsigned char *fsid)
 static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
 		       size_t idlen);
 
-/* Filesystem marks: directory id moved in at n/name and is listed.  It is
- * found by its identifier, since events not read yet may have moved it, and
- * listed as it is now, under the name the event gives. */
+/* Directory id arrived at n/name (moved in, or renamed from a place the
+ * table did not know): its directories become nodes, and with report its
+ * entries are listed.  With filesystem marks it is found by its identifier,
+ * since events not read yet may have moved it, and listed as it is now,
+ * under the name the event gives. */
 static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
-			  const struct fanid *id)
+			  const struct fanid *id, bool report)
 {
 	struct fan *fa = fan_of(nx);
 	struct fsmark *fm = id && id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
@@ -923,7 +921,7 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 	int fd;
 
 	if (!fm) {
-		add_subdir(nx, n, name, nlen, true, true);
+		add_subdir(nx, n, name, nlen, report, true);
 		return;
 	}
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
@@ -932,12 +930,12 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 		/* Gone (then events to come say so, and its path leads nowhere
 		 * too): by its path, at worst late. */
 		if (errno == ESTALE)
-			add_subdir(nx, n, name, nlen, true, true);
+			add_subdir(nx, n, name, nlen, report, true);
 		else
 			nx_lost(nx, w);
 		return;
 	}
-	walk_new(nx, n, name, nlen, fd, ".", true);
+	walk_new(nx, n, name, nlen, fd, ".", report);
 	close(fd);
 }
 
@@ -1356,15 +1354,14 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c && c->parent == node)
 				goto next;
 			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
-			/* With LIST, the table is made of listings, which can be
-			 * ahead of the event (made after it): a directory it does
-			 * not have where the event was is one that left a
-			 * directory before that was listed.  Its events are in
-			 * the listing of where it went, made when its move is
-			 * read (as with inode marks, which hear nothing of a
+			/* The table is made of listings, which can be ahead of
+			 * the event (made after it): a directory it does not
+			 * have where the event was is one that left a directory
+			 * before that was listed.  Its events are in the
+			 * listing of where it went, made when its move is read
+			 * (as with inode marks, which hear nothing of a
 			 * directory until they list it). */
-			if ((w->flags & NOTIFYX_WATCH_LIST) &&
-			    (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key))) {
+			if (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key)) {
 				behind = true;
 				node = NULL;
 				break;
@@ -1628,14 +1625,18 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	fa->nfswatches++;
 	fa->fsgen++;
 	nx_map_free(&fa->outside); /* some of it is inside now */
-	if (w->flags & NOTIFYX_WATCH_LIST) {
-		fa->path[2][0] = '\0';
-		/* fw->fsmode stays set: the caller undoes the marks, and does not
-		 * fall back to inode marks, whose listing would repeat the one
-		 * already queued. */
-		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, true, true) < 0 || w->ended)
-			return -1;
-	}
+	/* The tree is walked, listed or not: every directory is a node from
+	 * the start, so that the events of a directory deleted (or moved
+	 * away) before they are read are still placed (by identifier: it
+	 * cannot be found on demand any more), and a watch added later, whose
+	 * walk makes its own nodes current, takes nothing from this one.
+	 * fw->fsmode stays set on failure: the caller undoes the marks, and
+	 * does not fall back to inode marks, whose listing would repeat the
+	 * one already queued. */
+	fa->path[2][0] = '\0';
+	if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+		 true) < 0 || w->ended)
+		return -1;
 	return 0;
 fail:
 	err = errno;
@@ -1903,7 +1904,6 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	const struct kobj *k = n->kref;
 
 	if (!k || k->listed_at != fa->epoch ||
-	    (fs_mode(n->watch) && !(n->watch->flags & NOTIFYX_WATCH_LIST)) ||
 	    nx_node_find(&nx->paths, n, name, len) ||
 	    entry_path(fa, n, name, len, 2) == SIZE_MAX)
 		return false;
@@ -1943,12 +1943,6 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	struct fan *fa = fan_of(nx);
 	struct nx_watch *w = a->watch;
 
-	/* Filesystem marks: the directory moved is put where the event says it
-	 * was, if the table did not have it there (with LIST, it is listed where
-	 * it arrives, below). */
-	if (m->isdir && !m->exchange && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST) &&
-	    !nx_node_find(&nx->paths, a, m->fname, m->flen))
-		node_by_id(nx, a, m->fname, m->flen, m->fid);
 	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
 	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
 	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) |
@@ -1965,13 +1959,14 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	};
 	nx_treemove(nx, &t, bury);
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
-	/* A directory the table did not know: what it holds is new to the watch. */
-	if (m->isdir && !t.c && !t.out && fs_mode(w) && (w->flags & NOTIFYX_WATCH_LIST))
-		list_moved_in(nx, b, m->tname, m->tlen, m->fid);
-	else if (m->isdir && !t.c && !t.out)
-		add_subdir(nx, b, m->tname, m->tlen, deep && !fs_mode(w), true);
+	/* A directory the table did not know: what it holds is new to the watch
+	 * (with filesystem marks, listed where it arrives when LIST asks). */
+	if (m->isdir && !t.c && !t.out)
+		list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
 	if (m->exchange && m->to_isdir && !t.d)
-		add_subdir(nx, a, m->fname, m->flen, deep && !fs_mode(w), true);
+		list_moved_in(nx, a, m->fname, m->flen, m->tfid,
+			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
 }
 
 static void do_move(struct notifyx *nx, const struct move *m)
@@ -2016,13 +2011,9 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
-		if (m->isdir && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST))
-			node_by_id(nx, b, m->tname, m->tlen, m->fid);
-		else if (m->isdir && fs_mode(w) &&
-			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
-			list_moved_in(nx, b, m->tname, m->tlen, m->fid);
-		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
-			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
+		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+			list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+				      w->flags & NOTIFYX_WATCH_LIST);
 	}
 }
 
