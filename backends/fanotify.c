@@ -1937,6 +1937,39 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 	return false;
 }
 
+/*
+ * An exchange with a name the watch does not see (an exclude pattern hides
+ * it): a departure, then an arrival, of the name it sees (API.md), each
+ * with the type of the entry it describes.  Nothing of the hidden name was
+ * ever in the table.
+ */
+static void exchange_unseen(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = a->watch;
+	size_t len = entry_path(fa, a, m->fname, m->flen, 0);
+	bool seen_from = len != SIZE_MAX &&
+			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->flen);
+	/* The name seen, in its directory, and what left it and arrived there. */
+	struct nx_node *n = seen_from ? a : b;
+	const char *name = seen_from ? m->fname : m->tname;
+	size_t nlen = seen_from ? m->flen : m->tlen;
+	bool left_dir = seen_from ? m->isdir : m->to_isdir;
+	bool came_dir = seen_from ? m->to_isdir : m->isdir;
+	const struct fanid *came = seen_from ? m->tfid : m->fid;
+
+	if ((len = entry_path(fa, n, name, nlen, 0)) == SIZE_MAX)
+		return;
+	bury(nx, nx_node_find(&nx->paths, n, name, nlen));
+	nx_emit(nx, w, NOTIFYX_MOVED_OUT, left_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
+		len, NULL, 0);
+	nx_emit(nx, w, NOTIFYX_MOVED_IN, came_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
+		len, NULL, 0);
+	if (came_dir)
+		list_moved_in(nx, n, name, nlen, came, w->flags & NOTIFYX_WATCH_LIST);
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -1952,6 +1985,11 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	if (olen == SIZE_MAX || nlen == SIZE_MAX)
 		return;
 	sup_take(fa, a, m->fname, m->flen);
+	if (m->exchange && (nx_excluded(nx, w, fa->path[1], fa->path[1] + olen - m->flen) ||
+			    nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen))) {
+		exchange_unseen(nx, a, b, m);
+		return;
+	}
 	struct nx_treemove t = {
 		.a = a, .b = b, .fname = m->fname, .flen = m->flen,
 		.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
@@ -2049,9 +2087,11 @@ static bool same_name(const struct fanname *a, const struct fanname *b)
 }
 
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
- * reverse of the first for another object: reported as one when the two
- * entries differ in type or either is a directory (API.md).  Returns the
- * bytes of the records used. */
+ * reverse of the first for another object: the identifiers of the objects
+ * moved (FAN_REPORT_TARGET_FID) tell it from a rename onto an existing name
+ * followed by a rename back (the same object twice), for files too, so it is
+ * reported as one RENAME with NOTIFYX_EVENT_EXCHANGE (API.md 0.2).  Returns
+ * the bytes of the records used. */
 static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r)
 {
 	struct fan *fa = fan_of(nx);
@@ -2083,8 +2123,7 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
 	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&
-	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid) &&
-	    ((r->mask | x.mask) & FAN_ONDIR)) {
+	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
 		m.tfid = &x.fid;
