@@ -46,6 +46,7 @@
 #include "nx.h"
 #include "scan.h"
 #include "treemove.h"
+#include "treepath.h"
 
 /* Newer than some installed headers (see KERNEL.md). */
 #ifndef FAN_REPORT_TARGET_FID
@@ -69,7 +70,6 @@
 /* What the read buffer can hold when the kernel queue is read ahead (see
  * read_ahead): reserved, not used, until then. */
 #define READ_AHEAD_MAX (32 * 1024 * 1024)
-#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 #define WALK_FD_DEPTH 128
 /* fsid (8) + struct file_handle header (8) + the handle (MAX_HANDLE_SZ). */
 #define ID_MAX (16 + 128)
@@ -250,6 +250,15 @@ struct fsmark {
 
 /* The backend's part of a watch. */
 struct fwatch {
+	/* A recursive root is held (O_PATH), and everything below it reached
+	 * from there (API.md 0.2): or, when the root is the root of a mount,
+	 * its parent, with hname the root's name there (the library then
+	 * keeps no filesystem from being unmounted).  -1: not held (a watch
+	 * that is not recursive, as with inotify: it names the directories
+	 * in its root only; or a root whose deletion could not be followed,
+	 * see guard_root). */
+	int hfd;
+	char *hname;
 	bool fsmode;          /* recursive through filesystem marks */
 	char *root;           /* the root's canonical path (as /proc/self/fd says) */
 	size_t root_len;
@@ -373,8 +382,8 @@ static uint64_t node_mask(const struct nx_node *n, bool isdir)
 	m |= FAN_CREATE | FAN_DELETE | FAN_RENAME;
 	if (n->parent) /* a directory's own end is reported by its parent */
 		m &= ~(FAN_DELETE_SELF | FAN_MOVE_SELF);
-	else
-		m |= FAN_DELETE_SELF; /* the watch ends with it */
+	else /* the watch ends with it; its guard follows it (guard_root) */
+		m |= FAN_DELETE_SELF | FAN_MOVE_SELF;
 	return m | FAN_ONDIR | FAN_EVENT_ON_CHILD;
 }
 
@@ -475,34 +484,35 @@ again:
 	return 0;
 }
 
-/* Builds the absolute path of node n's entry name (name NULL: of n itself)
- * into fa->path[3]; SIZE_MAX when it does not fit. */
-static size_t abs_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen)
+/* Opens node n's directory (name NULL), or its entry name, from the held
+ * root of its watch, with open(2) flags; ENAMETOOLONG when its path does
+ * not fit. */
+static int open_below(struct notifyx *nx, const struct nx_node *n, const char *name,
+		      size_t nlen, int flags)
 {
-	const struct nx_watch *w = n->watch;
-	char *p = fa->path[3];
-	size_t rel = w->abspath_len + 1, dlen, len;
+	const struct fwatch *fw = n->watch->bdata;
+	char *p = fan_of(nx)->path[3];
+	size_t rel = 0, dlen, len;
 
-	if (rel >= PATH_MAX)
-		return SIZE_MAX;
-	memcpy(p, w->abspath, w->abspath_len);
-	p[w->abspath_len] = '/';
-	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
-	if (dlen == SIZE_MAX)
-		return SIZE_MAX;
-	if (!name) {
-		p[rel + dlen] = '\0';
-		return rel + dlen;
+	if (fw->hname) {
+		rel = strlen(fw->hname) + 1;
+		memcpy(p, fw->hname, rel - 1);
+		p[rel - 1] = '/';
 	}
-	len = nx_join(p + rel, PATH_MAX - rel, p + rel, dlen, name, nlen);
-	return len == SIZE_MAX ? SIZE_MAX : rel + len;
+	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
+	len = dlen == SIZE_MAX || !name ? dlen : nx_join(p + rel, PATH_MAX - rel, p + rel, dlen,
+							 name, nlen);
+	if (len == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	if (!len && rel) /* the root itself, by its name */
+		p[rel - 1] = '\0';
+	return nx_open_below(fw->hfd, p, flags);
 }
 
 /* Opens node n's object (O_PATH) by its path, making sure it is the same
  * object.  ESTALE when the path leads elsewhere. */
 static int open_node(struct notifyx *nx, struct nx_node *n)
 {
-	struct fan *fa = fan_of(nx);
 	struct kobj *k = n->kref;
 	unsigned char id[ID_MAX];
 	size_t len;
@@ -512,13 +522,11 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 		errno = ESTALE;
 		return -1;
 	}
-	if (!n->parent)
+	if (!n->watch->bdata || ((const struct fwatch *)n->watch->bdata)->hfd < 0)
 		fd = open(n->watch->abspath, O_PATH | O_CLOEXEC |
 			  ((n->watch->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
-	else if (abs_path(fa, n, NULL, 0) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
 	else
-		fd = open(fa->path[3], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		fd = open_below(nx, n, NULL, 0, O_PATH);
 	if (fd < 0)
 		return -1;
 	if (fd_id(fd, id, &len) < 0) {
@@ -645,6 +653,16 @@ static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, 
 	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
 }
 
+/* An entry of directory n arrived whose path relative to the root does not
+ * fit: it is not watched, and the ERROR names n, the deepest that fits. */
+static void too_long(struct notifyx *nx, struct nx_node *n)
+{
+	struct fan *fa = fan_of(nx);
+
+	if (nx_node_path(n, fa->path[2], PATH_MAX) != SIZE_MAX)
+		emit_error(nx, n->watch, fa->path[2], ENAMETOOLONG);
+}
+
 /* ---- walking directories ---- */
 
 static bool fs_mode(const struct nx_watch *w)
@@ -660,6 +678,7 @@ struct walk {
 	const char *rel;
 	size_t rel_len;
 	bool report;
+	bool too_long;        /* an entry whose relative path does not fit */
 	char *subdirs;
 	size_t sub_len, sub_cap;
 };
@@ -672,7 +691,11 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	char *child = fan_of(nx)->path[1];
 	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
 
-	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
+	if (clen == SIZE_MAX) {
+		wk->too_long = true;
+		return 0;
+	}
+	if (nx_excluded(nx, w, child, name))
 		return 0;
 	if (wk->report) {
 		nx_emit(nx, w, NOTIFYX_CREATE,
@@ -703,9 +726,7 @@ static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const 
 		flags |= O_NOFOLLOW;
 	if (pfd >= 0 || !n->parent)
 		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
-	if (abs_path(fan_of(nx), n, NULL, 0) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
-	return open(fan_of(nx)->path[3], flags);
+	return open_below(nx, n, NULL, 0, flags);
 }
 
 /* A child directory of a watch that is not recursive: named, not marked,
@@ -745,10 +766,6 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 
 	if (w->ended || n->dead)
 		return 0;
-	if (rel_len > MAX_DIR_PATH) {
-		err = ENAMETOOLONG;
-		goto fail;
-	}
 	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
 		err = errno;
 		goto fail;
@@ -782,6 +799,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			emit_error(nx, w, rel, err);
 		return 0;
 	}
+	/* What does not fit below the root is not watched: said once, naming
+	 * the deepest directory that fits (this one). */
+	if (wk.too_long)
+		emit_error(nx, w, rel, ENAMETOOLONG);
 	if (depth >= WALK_FD_DEPTH) {
 		close(fd);
 		fd = -1;
@@ -823,10 +844,13 @@ fail:
 		errno = err;
 		return -1;
 	}
+	/* With filesystem marks, a filesystem below the root that cannot be
+	 * marked was reported by fs_mark_submounts() already. */
+	if (err != ENOENT && err != ENOTDIR && err != ELOOP &&
+	    !(err == ENODEV && n->parent && fs_mode(w)))
+		emit_error(nx, w, rel, err);
 	if (n->parent)
 		bury(nx, n);
-	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
-		emit_error(nx, w, rel, err);
 	return 0;
 }
 
@@ -865,7 +889,7 @@ static void walk_new(struct notifyx *nx, struct nx_node *n, const char *name, si
 	struct nx_node *c;
 
 	if (len == SIZE_MAX)
-		emit_error(nx, n->watch, name, ENAMETOOLONG);
+		too_long(nx, n);
 	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
 		nx_lost(nx, n->watch);
 	else if (walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, 0, report, false) < 0)
@@ -1724,13 +1748,97 @@ static size_t subscribers(struct notifyx *nx, const struct kobj *k, int i)
 	return n;
 }
 
-/* Does name exist in n's directory now? */
-static bool exists_now(struct notifyx *nx, const struct nx_node *n, const char *name, size_t len)
+/* ---- held roots ---- */
+
+/* Holds directory root w, open at fd (see struct fwatch): 0, or -1 when no
+ * descriptor is left. */
+static int hold_root(struct notifyx *nx, struct nx_watch *w, int fd)
 {
+	struct fwatch *fw = w->bdata;
+	int pfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char kpath[32], *path = fan_of(nx)->path[3], *slash;
+	ssize_t len;
+
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if (pfd >= 0 && mnt_of(pfd) != mnt_of(fd) &&
+	    (len = readlink(kpath, path, PATH_MAX - 1)) > 1 && path[0] == '/') {
+		path[len] = '\0';
+		slash = strrchr(path, '/');
+		if ((fw->hname = strdup(slash + 1))) {
+			fw->hfd = pfd;
+			return 0;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	fw->hfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return fw->hfd < 0 ? -1 : 0;
+}
+
+/*
+ * A directory held open is not deleted for the kernel until it is closed:
+ * its FAN_DELETE_SELF waits for the library's descriptor (measured, kernel
+ * 6.18: rmdir of a marked directory held O_PATH gives no event at all until
+ * the close).  Its deletion is seen as the FAN_DELETE in its parent, which
+ * names it by identifier (root_deleted): filesystem marks hear it anyway;
+ * inode marks mark the parent for it (the guard), and mark the new parent
+ * after a MOVE_SELF.  A root whose parent cannot be marked is not held (its
+ * tree is then reached by its path, as given).  A root held through its
+ * parent (a mount root) is not held itself.
+ */
+static void guard_root(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fwatch *fw = w->bdata;
+	int pfd;
+
+	if (!fw || fw->hfd < 0 || fw->hname || fw->fsmode)
+		return;
+	pfd = openat(fw->hfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd >= 0 && mark_fd(fan_of(nx), FAN_MARK_ADD, FAN_DELETE | FAN_ONDIR, pfd) == 0) {
+		close(pfd);
+		return;
+	}
+	if (pfd >= 0)
+		close(pfd);
+	close(fw->hfd);
+	fw->hfd = -1;
+}
+
+/* FAN_DELETE of directory k: the watches whose held root it was end. */
+static void root_deleted(struct notifyx *nx, struct kobj *k)
+{
+	size_t count = subscribers(nx, k, 1);
 	struct stat st;
 
-	return abs_path(fan_of(nx), n, name, len) != SIZE_MAX &&
-	       fstatat(AT_FDCWD, fan_of(nx)->path[3], &st, AT_SYMLINK_NOFOLLOW) == 0;
+	for (size_t i = 0; i < count; i++) {
+		struct nx_node *n = fan_of(nx)->vec[1][i];
+		struct fwatch *fw = n->watch->bdata;
+		if (n->dead || n->parent || n->watch->ended || !fw || fw->hfd < 0 || fw->hname ||
+		    fstat(fw->hfd, &st) < 0 || st.st_nlink)
+			continue;
+		nx_emit(nx, n->watch, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, n->watch);
+	}
+}
+
+/* Does name exist in n's directory now? */
+static bool exists_now(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	int fd = open_node(nx, n);
+	char nm[NAME_MAX + 1];
+	struct stat st;
+	bool there;
+
+	if (fd < 0 || len > NAME_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	there = fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return there;
 }
 
 /* An event on entry name of node n's directory. */
@@ -1744,8 +1852,11 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 	size_t len = entry_path(fa, n, name, nlen, 0), count;
 	bool both = (mask & FAN_CREATE) && (mask & FAN_DELETE);
 
-	if (len == SIZE_MAX)
+	if (len == SIZE_MAX) {
+		if (mask & FAN_CREATE)
+			too_long(nx, n);
 		return;
+	}
 	if ((mask & FAN_CREATE) && sup_take(fa, n, name, nlen))
 		mask &= ~(uint64_t)FAN_CREATE; /* a listing reported it already */
 	count = nx_fan_split(mask, both && exists_now(nx, n, name, nlen), types);
@@ -1789,6 +1900,7 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
 	if (mask & FAN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		guard_root(nx, w);
 	}
 	if (mask & FAN_DELETE_SELF) {
 		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
@@ -1824,6 +1936,8 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 			if (!fa->vec[0][i]->dead)
 				child_event(nx, fa->vec[0][i], r->mask, r->name.name, r->name.len);
 	}
+	if ((r->mask & FAN_DELETE) && r->fid.len && (k = kobj_find(fa, &r->fid)) && k->isdir)
+		root_deleted(nx, k);
 	/* A watched file (the object of the event) hears of itself. */
 	if (r->fid.len && (k = kobj_find(fa, &r->fid)) && !k->isdir) {
 		count = subscribers(nx, k, 1);
@@ -1982,8 +2096,10 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 			 (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
 	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
 
-	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
+		too_long(nx, nlen == SIZE_MAX ? b : a);
 		return;
+	}
 	sup_take(fa, a, m->fname, m->flen);
 	if (m->exchange && (nx_excluded(nx, w, fa->path[1], fa->path[1] + olen - m->flen) ||
 			    nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen))) {
@@ -2043,6 +2159,8 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(fa, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX)
+			too_long(nx, b);
 		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
 		struct nx_watch *w = b->watch;
@@ -2451,6 +2569,9 @@ static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
 	if (fw->fsmode)
 		fan_of(nx)->nfswatches--;
 	fs_unmark(nx, fw);
+	if (fw->hfd >= 0)
+		close(fw->hfd);
+	free(fw->hname);
 	free(fw->marks);
 	free(fw->mnts);
 	free(fw->root);
@@ -2466,10 +2587,12 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 
 	if (!(w->bdata = calloc(1, sizeof(struct fwatch))))
 		return -1;
+	((struct fwatch *)w->bdata)->hfd = -1;
 	fd = open(w->abspath, O_PATH | O_CLOEXEC | ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		goto out;
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0 ||
+	    (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && hold_root(nx, w, fd) < 0))
 		goto fail;
 	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0) {
 		if (fs_add_watch(nx, w) == 0) {
@@ -2492,6 +2615,7 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
 			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended) {
 			fa->epoch++; /* listed before what is to be read happens */
+			guard_root(nx, w);
 			return 0;
 		}
 		goto out;
