@@ -308,6 +308,16 @@ struct fan {
 	 * indexed. */
 	struct pending *pending;
 	size_t npending, pend_start, pend_cap, indexed;
+	/* Deletions put after a later rename of their object (see
+	 * handle_records): the last FAN_RENAME in buf of each object moved
+	 * (key -> position + 1), indexed up to ren_indexed; the records whose
+	 * deletion waits, and the position after which it comes. */
+	struct nx_map renames;
+	size_t ren_indexed;
+	struct late {
+		size_t pos, after;
+	} *late;
+	size_t nlate, late_cap;
 };
 
 static struct fan *fan_of(const struct notifyx *nx)
@@ -2376,13 +2386,82 @@ static void check_mounts(struct notifyx *nx)
 
 /* ---- reading ---- */
 
+/*
+ * The kernel merges an unread deletion into the unread event of the same
+ * object at the same name (its creation, say), ahead of the renames that
+ * came between, which are never merged: an object made, exchanged away and
+ * back, then deleted, would be deleted before its exchanges.  With the
+ * identifiers of the objects renamed (FAN_REPORT_TARGET_FID), a deletion
+ * whose object a later FAN_RENAME in buf moves comes after the last of
+ * them (the object was back at that name when it went): the position
+ * after which it comes, or SIZE_MAX when it comes where it is.
+ */
+static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	uintptr_t at;
+
+	if (!(r->mask & FAN_DELETE) || !r->fid.len)
+		return SIZE_MAX;
+	while (fa->ren_indexed < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, fa->ren_indexed, &x);
+		if (!x.size)
+			break;
+		if (ok && (x.mask & FAN_RENAME) && x.fid.len)
+			nx_map_put(&fa->renames, x.fid.key, (void *)(fa->ren_indexed + 1));
+		fa->ren_indexed += x.size;
+	}
+	at = (uintptr_t)nx_map_get(&fa->renames, r->fid.key);
+	if (at-- <= pos + 1 || !nx_fan_decode(fa->buf, fa->len, at, &x) || !same_id(&x.fid, &r->fid))
+		return SIZE_MAX;
+	return at;
+}
+
+/* Queues the deletion of the record at pos to come after the record at
+ * after: false when it cannot be remembered (it then comes where it is). */
+static bool defer_delete(struct fan *fa, size_t pos, size_t after)
+{
+	if (fa->nlate == fa->late_cap) {
+		size_t cap = fa->late_cap ? 2 * fa->late_cap : 16;
+		struct late *v = realloc(fa->late, cap * sizeof(*v));
+		if (!v)
+			return false;
+		fa->late = v;
+		fa->late_cap = cap;
+	}
+	fa->late[fa->nlate++] = (struct late){ pos, after };
+	return true;
+}
+
+/* The deferred deletions whose rename was handled (all with all). */
+static void late_deletes(struct notifyx *nx, size_t pos, bool all)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec r;
+	size_t j = 0;
+
+	for (size_t i = 0; i < fa->nlate; i++) {
+		if (!all && fa->late[i].after >= pos) {
+			fa->late[j++] = fa->late[i];
+			continue;
+		}
+		if (nx_fan_decode(fa->buf, fa->len, fa->late[i].pos, &r)) {
+			r.mask &= FAN_DELETE | FAN_ONDIR;
+			plain_event(nx, &r);
+		}
+	}
+	fa->nlate = j;
+}
+
 /* Handles the records in buf. */
 static void handle_records(struct notifyx *nx)
 {
 	struct fan *fa = fan_of(nx);
-	size_t pos = 0;
+	size_t pos = 0, after;
 	struct fanrec r;
 
+	nx_map_free(&fa->renames);
+	fa->ren_indexed = 0;
 	while (pos < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 		fa->next = pos + r.size;
@@ -2401,10 +2480,17 @@ static void handle_records(struct notifyx *nx)
 		} else if (r.mask & FAN_RENAME) {
 			pos += rename_event(nx, pos, &r);
 		} else {
+			if ((after = delete_after(fa, pos, &r)) != SIZE_MAX &&
+			    defer_delete(fa, pos, after))
+				r.mask &= ~(uint64_t)FAN_DELETE;
 			plain_event(nx, &r);
 			pos += r.size;
 		}
+		if (fa->nlate)
+			late_deletes(nx, pos, false);
 	}
+	late_deletes(nx, pos, true); /* their renames wait for the next read */
+	nx_map_free(&fa->renames);
 	consume(fa, pos);
 }
 
@@ -2556,6 +2642,8 @@ static void fan_close(struct notifyx *nx)
 	free(fa->vec[0]);
 	free(fa->vec[1]);
 	free(fa->pending);
+	free(fa->late);
+	nx_map_free(&fa->renames);
 	munmap(fa->buf, READ_AHEAD_MAX);
 	free(fa);
 }

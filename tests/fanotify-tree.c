@@ -18,7 +18,10 @@
  *   directories are one RENAME with EXCHANGE, with and without LIST (the
  *   identifiers of the objects moved tell an exchange from two renames);
  * - a recursive LIST watch added after a recursive watch of the same tree
- *   takes no event from it (watches are independent).
+ *   takes no event from it (watches are independent);
+ * - a file made, exchanged away and back, and removed before the library
+ *   reads (the kernel merges its removal into its creation, ahead of the
+ *   exchanges): the removal still comes last.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -350,6 +353,39 @@ static void independent_watches(void **state)
 	TU_ONCE(&f->log, list, NOTIFYX_CREATE, "s/u/g", NOTIFYX_EVENT_SYNTHETIC, 0);
 }
 
+static void merged_delete_after_exchanges(void **state)
+{
+	struct fan_seq { uint32_t mask; const char *path; } want[] = {
+		{ NOTIFYX_CREATE, "f" }, { NOTIFYX_RENAME, "d" }, { NOTIFYX_RENAME, "f" },
+		{ NOTIFYX_DELETE, "f" },
+	};
+	struct tu_fix *f = F(state);
+	size_t n = 0;
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/d"));
+	wd = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME,
+		    NOTIFYX_WATCH_RECURSIVE);
+	tu_touch(tu_path(f->dir, "t/f"));
+	exchange(f, "t/f", "t/d");
+	exchange(f, "t/d", "t/f");
+	tu_unlink(tu_path(f->dir, "t/f"));
+	TU_WAIT(&f->log, wd, NOTIFYX_DELETE, "f");
+	tu_settle(&f->log);
+	for (size_t i = 0; i < f->log.n; i++) {
+		const struct tu_ev *e = &f->log.ev[i];
+		if (e->wd != wd)
+			continue;
+		if (n >= 4 || e->mask != want[n].mask || strcmp(e->path, want[n].path)) {
+			tu_dump(&f->log, "actual");
+			fail_msg("event #%zu: expected CREATE f, RENAME d, RENAME f, DELETE f in order", i);
+		}
+		n++;
+	}
+	TU_EQ("events of the watch", 4, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -361,6 +397,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(exchanges, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(independent_watches, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(merged_delete_after_exchanges, tu_setup,
+						tu_teardown),
 	};
 	struct notifyx *nx;
 
