@@ -259,6 +259,7 @@ struct fwatch {
 	 * see guard_root). */
 	int hfd;
 	char *hname;
+	uint64_t guard;       /* the kobj key of the parent guard_root marked, or 0 */
 	bool fsmode;          /* recursive through filesystem marks */
 	char *root;           /* the root's canonical path (as /proc/self/fd says) */
 	size_t root_len;
@@ -552,11 +553,26 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	return -1;
 }
 
-/* The mark of k goes when its last node goes.  The kernel needs the object
- * to remove a mark: reached by the node's path, checked by its identifier.
- * When the object cannot be reached any more (moved away, or deleted, which
- * removes the mark itself), the mark stays until the inode goes; its events
- * then match no kobj and are dropped. */
+/* True when the object of key is the parent of a held root, marked for its
+ * deletion (see guard_root). */
+static bool guarded(const struct notifyx *nx, uint64_t key)
+{
+	const struct nx_watch *w;
+	size_t pos = 0;
+
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		const struct fwatch *fw = w->bdata;
+		if (fw && fw->hfd >= 0 && fw->guard == key && !w->ended)
+			return true;
+	}
+	return false;
+}
+
+/* The mark of k goes when its last node goes (but for what a guard needs).
+ * The kernel needs the object to remove a mark: reached by the node's path,
+ * checked by its identifier.  When the object cannot be reached any more
+ * (moved away, or deleted, which removes the mark itself), the mark stays
+ * until the inode goes; its events then match no kobj and are dropped. */
 static void detach(struct notifyx *nx, struct nx_node *n)
 {
 	struct fan *fa = fan_of(nx);
@@ -567,8 +583,9 @@ static void detach(struct notifyx *nx, struct nx_node *n)
 		return;
 	if (k->subs == n && !n->knext && k->kmask && !nx->forked) {
 		int fd = open_node(nx, n);
+		uint64_t keep = guarded(nx, k->key) ? FAN_DELETE | FAN_ONDIR : 0;
 		if (fd >= 0) {
-			mark_fd(fa, FAN_MARK_REMOVE, k->kmask, fd);
+			mark_fd(fa, FAN_MARK_REMOVE, k->kmask & ~keep, fd);
 			close(fd);
 		}
 	}
@@ -1805,6 +1822,10 @@ static void guard_root(struct notifyx *nx, struct nx_watch *w)
 		return;
 	pfd = openat(fw->hfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pfd >= 0 && mark_fd(fan_of(nx), FAN_MARK_ADD, FAN_DELETE | FAN_ONDIR, pfd) == 0) {
+		unsigned char id[ID_MAX];
+		size_t len;
+		/* Kept when the parent's own mark goes (detach). */
+		fw->guard = fd_id(pfd, id, &len) == 0 ? nx_fan_key(id, len) : 0;
 		close(pfd);
 		return;
 	}

@@ -21,7 +21,9 @@
  *   takes no event from it (watches are independent);
  * - a file made, exchanged away and back, and removed before the library
  *   reads (the kernel merges its removal into its creation, ahead of the
- *   exchanges): the removal still comes last.
+ *   exchanges): the removal still comes last;
+ * - the deletion of a recursive root (which the library holds open) is
+ *   reported after a watch of its parent was added and removed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -386,6 +388,23 @@ static void merged_delete_after_exchanges(void **state)
 	TU_EQ("events of the watch", 4, n);
 }
 
+static void root_deleted_after_parent_watch(void **state)
+{
+	struct tu_fix *f = F(state);
+	int root, parent;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/r"));
+	root = tu_add(&f->log, tu_path(f->dir, "t/r"), NOTIFYX_DELETE_SELF, NOTIFYX_WATCH_RECURSIVE);
+	parent = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	assert_int_equal(notifyx_rm_watch(f->nx, parent), 0);
+	TU_WAIT(&f->log, parent, NOTIFYX_IGNORED, "");
+	tu_rmdir(tu_path(f->dir, "t/r"));
+	TU_WAIT(&f->log, root, NOTIFYX_IGNORED, "");
+	tu_settle(&f->log);
+	TU_SEQ(&f->log, root, NOTIFYX_DELETE_SELF, "", NOTIFYX_IGNORED, "", 0u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +417,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(exchanges, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(independent_watches, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(merged_delete_after_exchanges, tu_setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(root_deleted_after_parent_watch, tu_setup,
 						tu_teardown),
 	};
 	struct notifyx *nx;
