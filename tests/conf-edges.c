@@ -741,6 +741,38 @@ static void self_isdir(struct tu_fix *f, const char *base)
 }
 ON_BOTH(self_isdir)
 
+/* A watched file renamed into another directory and its name made again at
+ * once (how editors save): MOVE_SELF, not ISDIR; the watch follows the
+ * moved file, not the new one at the old name. */
+static void self_file_moved(struct tu_fix *f, const char *base)
+{
+	const char *file = tu_path(base, "file"), *moved = tu_path(base, "d/file.old");
+	int wd;
+	size_t from;
+
+	tu_require_events(f->nx, SELF | NOTIFYX_MODIFY);
+	tu_mkdir(tu_path(base, "d"));
+	tu_write(file, "one");
+	wd = tu_add(&f->log, file, SELF | NOTIFYX_MODIFY, 0);
+	tu_rename(file, moved);
+	tu_write(file, "new file at the old name");
+	WAIT(&f->log, wd, NOTIFYX_MOVE_SELF, "");
+	tu_settle(&f->log);
+	ONCE(&f->log, wd, NOTIFYX_MOVE_SELF, "", NOTIFYX_EVENT_ISDIR, 0);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	tu_write(file, "the new file again, longer");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	from = f->log.n;
+	tu_write(moved, "the watched file, written after its move");
+	WAIT_FROM(&f->log, from, wd, NOTIFYX_MODIFY, "");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_DELETE_SELF, NULL);
+	TU_NONE(&f->log, wd, NOTIFYX_IGNORED, NULL);
+	TU_STREQ("notifyx_watch_path after MOVE_SELF", file, notifyx_watch_path(f->nx, wd));
+}
+ON_BOTH(self_file_moved)
+
 /* ---- a small mirror (API.md "Mirroring a tree") ------------------------------ */
 
 /* A list of entries (path, directory or not): the tree on disk, or the
@@ -1226,28 +1258,31 @@ ON_BOTH(exchange_outside_dir_file)
 /* ---- exchanges inside one watch --------------------------------------------- */
 
 /* Two directories (with contents) exchanged inside one recursive watch, with
- * and without LIST: one RENAME with EXCHANGE and ISDIR; both stay watched
+ * and without LIST (beside each other, or the plain watch alone): one RENAME with EXCHANGE and ISDIR; both stay watched
  * under their new names; the LIST watch's mirror equals the tree. */
-static void exchange_two_dirs(struct tu_fix *f, const char *base)
+static void exchange_dirs(struct tu_fix *f, const char *base, int alone)
 {
 	const char *w = tu_path(base, "w");
-	int list, plain, k;
+	int list = 0, plain, k;
 	size_t from;
 
 	tu_mkdir(w);
 	tu_mkdir(tu_path(w, "x"));
 	make_entry(tu_path(w, "x/a"), 1, "in");
 	make_entry(tu_path(w, "b"), 1, "other");
-	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	if (!alone)
+		list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
 	plain = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
-	listed(&f->log, list);
+	if (!alone)
+		listed(&f->log, list);
 	tu_settle(&f->log);
 	from = f->log.n;
 	rename_exchange(tu_path(w, "x/a"), tu_path(w, "b"));
 	WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, NULL);
-	WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, NULL);
+	if (!alone)
+		WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, NULL);
 	tu_settle(&f->log);
-	for (k = 0; k < 2; k++) {
+	for (k = alone; k < 2; k++) {
 		int wd = k ? plain : list;
 		size_t i = ONCE(&f->log, wd, NOTIFYX_RENAME, NULL,
 				NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR,
@@ -1264,26 +1299,73 @@ static void exchange_two_dirs(struct tu_fix *f, const char *base)
 					   tu_count(&f->log, wd, NOTIFYX_CREATE, NULL),
 		      "one RENAME for the exchange, nothing else");
 	}
-	mirror_equals(&f->log, list, w, NULL, "after the exchange");
+	if (!alone)
+		mirror_equals(&f->log, list, w, NULL, "after the exchange");
 	/* Each is watched under its new name. */
 	from = f->log.n;
 	tu_touch(tu_path(w, "b/new-b"));
 	tu_touch(tu_path(w, "x/a/new-a"));
 	tu_touch(tu_path(w, "b/in2/new-deep"));
 	WAIT_FROM(&f->log, from, plain, NOTIFYX_CREATE, "b/in2/new-deep");
-	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "b/in2/new-deep");
+	if (!alone)
+		WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "b/in2/new-deep");
 	tu_settle(&f->log);
-	for (k = 0; k < 2; k++) {
+	for (k = alone; k < 2; k++) {
 		int wd = k ? plain : list;
 
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/new-b", NOTIFYX_EVENT_ISDIR, 0);
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "x/a/new-a", NOTIFYX_EVENT_ISDIR, 0);
 		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/in2/new-deep", NOTIFYX_EVENT_ISDIR, 0);
 	}
-	mirror_equals(&f->log, list, w, NULL, "after creations in the exchanged directories");
+	if (!alone)
+		mirror_equals(&f->log, list, w, NULL, "after creations in the exchanged directories");
 	no_error(&f->log);
 }
+static void exchange_two_dirs(struct tu_fix *f, const char *base)
+{
+	exchange_dirs(f, base, 0);
+}
 ON_BOTH(exchange_two_dirs)
+
+/* The same with the plain recursive watch alone on its handle. */
+static void exchange_two_dirs_alone(struct tu_fix *f, const char *base)
+{
+	exchange_dirs(f, base, 1);
+}
+ON_BOTH(exchange_two_dirs_alone)
+
+/* Exchanges in a burst, read only at the end (fanotify merges unread events
+ * of one object): new directories exchanged with each other, a file with a
+ * directory in two other directories, a directory with an older one.  A
+ * plain recursive watch alone on its handle, on an empty tree (so that its
+ * events alone make a mirror): the mirror equals the tree. */
+static void exchange_burst(struct tu_fix *f, const char *base)
+{
+	char *w = join(base, "w"); /* tu_path's buffers rotate */
+	int wd, i;
+
+	tu_mkdir(w);
+	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	for (i = 0; i < 20; i++) {
+		char a[64], b[64];
+
+		snprintf(a, sizeof a, "a%d", i);
+		snprintf(b, sizeof b, "b%d", i);
+		make_entry(tu_path(w, a), 1, "in");
+		make_entry(tu_path(w, b), 1, "g");
+		rename_exchange(tu_path(w, a), tu_path(w, b));
+		rename_exchange(tu_path(w, tu_fmt("%s/g", a)), tu_path(w, tu_fmt("%s/in2", b)));
+		if (i)
+			rename_exchange(tu_path(w, a), tu_path(w, tu_fmt("b%d/in2", i - 1)));
+	}
+	tu_touch(tu_path(w, "last"));
+	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
+	tu_settle(&f->log);
+	mirror_equals(&f->log, wd, w, NULL, "after a burst of exchanges");
+	no_error(&f->log);
+	free(w);
+}
+ON_BOTH(exchange_burst)
 
 /* Two files exchanged inside one watch: on fanotify (FID records name the
  * object that moved) and on the scanning backends (they see two inodes
@@ -1549,7 +1631,10 @@ static void list_once_while_growing(struct tu_fix *f, const char *base)
 {
 	list_once(f, base, 0);
 }
-ON_BOTH(list_once_while_growing)
+static void list_once_while_growing_tmpdir(void **state)
+{
+	list_once_while_growing(F(state), F(state)->dir);
+}
 
 static void list_once_while_moving(struct tu_fix *f, const char *base)
 {
@@ -1571,16 +1656,20 @@ int conf_edges_run(void)
 		TEST_BOTH(moved_root_self),
 		cmocka_unit_test_setup_teardown(unmount_lazy_busy, tu_setup, edge_teardown),
 		TEST_BOTH(self_isdir),
+		TEST_BOTH(self_file_moved),
 		TEST_BOTH(exchange_excluded_files),
 		TEST_BOTH(exchange_excluded_dirs),
 		TEST_BOTH(exchange_excluded_file_dir),
 		TEST_BOTH(exchange_outside_dirs),
 		TEST_BOTH(exchange_outside_dir_file),
 		TEST_BOTH(exchange_two_dirs),
+		TEST_BOTH(exchange_two_dirs_alone),
+		TEST_BOTH(exchange_burst),
 		TEST_BOTH(exchange_two_files),
 		TEST_BOTH(independent_list_second),
 		TEST_BOTH(independent_list_first),
-		TEST_BOTH(list_once_while_growing),
+		/* on /tmp only: nothing of it depends on the filesystem, and it is slow */
+		cmocka_unit_test_setup_teardown(list_once_while_growing_tmpdir, tu_setup, edge_teardown),
 		TEST_BOTH(list_once_while_moving),
 	};
 
