@@ -304,6 +304,9 @@ struct fan {
 	bool more;            /* the kernel may hold more after buf's last record */
 	bool ahead;           /* read ahead since buf was last empty */
 	bool unsure;          /* a directory move may be missing from pending */
+	bool waited;          /* waited for the record after buf's last (second_half) */
+	size_t paired;        /* in buf: the second FAN_RENAME of an exchange handled with
+				 the first, further on (0: none) */
 	/* With filesystem marks: the directory moves in buf not handled yet,
 	 * in order from pending[pend_start]; records before pos indexed are
 	 * indexed. */
@@ -1106,6 +1109,8 @@ static void consume(struct fan *fa, size_t pos)
 	}
 	fa->npending = j;
 	fa->pend_start = 0;
+	if (pos)
+		fa->waited = false;
 	if (!fa->len) {
 		fa->unsure = false;
 		if (fa->ahead) /* give back what a read ahead used */
@@ -2235,6 +2240,34 @@ static bool same_name(const struct fanname *a, const struct fanname *b)
 	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
 }
 
+/* Records looked at after a FAN_RENAME for the second half of an exchange. */
+#define PAIR_WINDOW 64
+
+/*
+ * The position of the first FAN_RENAME after the one at pos (r): the
+ * second half of an exchange, if it is one.  Not always the next record:
+ * with filesystem marks, events of other processes on the filesystem can
+ * be queued between the two halves.  fa->len when there is none in the
+ * window; SIZE_MAX when buf ends before the window does.
+ */
+static size_t next_rename(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	size_t at = pos + r->size;
+
+	for (int i = 0; i < PAIR_WINDOW; i++) {
+		if (at >= fa->len)
+			return SIZE_MAX;
+		nx_fan_decode(fa->buf, fa->len, at, &x);
+		if (!x.size)
+			return fa->len;
+		if (x.mask & FAN_RENAME)
+			return at;
+		at += x.size;
+	}
+	return fa->len;
+}
+
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
  * reverse of the first for another object: the identifiers of the objects
  * moved (FAN_REPORT_TARGET_FID) tell it from a rename onto an existing name
@@ -2269,14 +2302,18 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		fa->cookie = 1;
 
 	m.cookie = fa->cookie;
-	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
+	size_t xpos = next_rename(fa, pos, r);
+	if (xpos < fa->len && nx_fan_decode(fa->buf, fa->len, xpos, &x) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
 	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&
 	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
 		m.tfid = &x.fid;
-		used += x.size;
+		if (xpos == pos + r->size)
+			used += x.size;
+		else
+			fa->paired = xpos; /* skipped when reached */
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
 		if (!m.from != !m.to) {
@@ -2474,6 +2511,22 @@ static void late_deletes(struct notifyx *nx, size_t pos, bool all)
 	fa->nlate = j;
 }
 
+/* The last record of buf is a FAN_RENAME: the second FAN_RENAME of an
+ * exchange is queued by the same system call just after the first, and a
+ * read can come between the two.  True when the kernel has more within a
+ * millisecond (once per record: then read it, and pair them). */
+static bool second_half(struct fan *fa)
+{
+	struct pollfd p = { .fd = fa->fd, .events = POLLIN };
+
+	if (fa->more)
+		return true;
+	if (fa->waited)
+		return false;
+	fa->waited = true;
+	return poll(&p, 1, 1) > 0;
+}
+
 /* Handles the records in buf. */
 static void handle_records(struct notifyx *nx)
 {
@@ -2486,7 +2539,13 @@ static void handle_records(struct notifyx *nx)
 	while (pos < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 		fa->next = pos + r.size;
-		if (ok && fa->more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
+		if (pos == fa->paired && pos) { /* handled with its first half */
+			fa->paired = 0;
+			pos += r.size;
+			continue;
+		}
+		if (ok && (r.mask & FAN_RENAME) && next_rename(fa, pos, &r) == SIZE_MAX &&
+		    second_half(fa))
 			break; /* handled with what the next read brings */
 		if (!ok) {
 			/* The kernel returns whole records only: a record that
@@ -2512,6 +2571,7 @@ static void handle_records(struct notifyx *nx)
 	}
 	late_deletes(nx, pos, true); /* their renames wait for the next read */
 	nx_map_free(&fa->renames);
+	fa->paired = 0;
 	consume(fa, pos);
 }
 
