@@ -46,6 +46,7 @@
 #include "nx.h"
 #include "scan.h"
 #include "treemove.h"
+#include "treepath.h"
 
 /* Newer than some installed headers (see KERNEL.md). */
 #ifndef FAN_REPORT_TARGET_FID
@@ -69,7 +70,6 @@
 /* What the read buffer can hold when the kernel queue is read ahead (see
  * read_ahead): reserved, not used, until then. */
 #define READ_AHEAD_MAX (32 * 1024 * 1024)
-#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 #define WALK_FD_DEPTH 128
 /* fsid (8) + struct file_handle header (8) + the handle (MAX_HANDLE_SZ). */
 #define ID_MAX (16 + 128)
@@ -250,6 +250,16 @@ struct fsmark {
 
 /* The backend's part of a watch. */
 struct fwatch {
+	/* A recursive root is held (O_PATH), and everything below it reached
+	 * from there (API.md 0.2): or, when the root is the root of a mount,
+	 * its parent, with hname the root's name there (the library then
+	 * keeps no filesystem from being unmounted).  -1: not held (a watch
+	 * that is not recursive, as with inotify: it names the directories
+	 * in its root only; or a root whose deletion could not be followed,
+	 * see guard_root). */
+	int hfd;
+	char *hname;
+	uint64_t guard;       /* the kobj key of the parent guard_root marked, or 0 */
 	bool fsmode;          /* recursive through filesystem marks */
 	char *root;           /* the root's canonical path (as /proc/self/fd says) */
 	size_t root_len;
@@ -294,11 +304,24 @@ struct fan {
 	bool more;            /* the kernel may hold more after buf's last record */
 	bool ahead;           /* read ahead since buf was last empty */
 	bool unsure;          /* a directory move may be missing from pending */
+	bool waited;          /* waited for the record after buf's last (second_half) */
+	size_t paired;        /* in buf: the second FAN_RENAME of an exchange handled with
+				 the first, further on (0: none) */
 	/* With filesystem marks: the directory moves in buf not handled yet,
 	 * in order from pending[pend_start]; records before pos indexed are
 	 * indexed. */
 	struct pending *pending;
 	size_t npending, pend_start, pend_cap, indexed;
+	/* Deletions put after a later rename of their object (see
+	 * handle_records): the last FAN_RENAME in buf of each object moved
+	 * (key -> position + 1), indexed up to ren_indexed; the records whose
+	 * deletion waits, and the position after which it comes. */
+	struct nx_map renames;
+	size_t ren_indexed;
+	struct late {
+		size_t pos, after;
+	} *late;
+	size_t nlate, late_cap;
 };
 
 static struct fan *fan_of(const struct notifyx *nx)
@@ -373,8 +396,8 @@ static uint64_t node_mask(const struct nx_node *n, bool isdir)
 	m |= FAN_CREATE | FAN_DELETE | FAN_RENAME;
 	if (n->parent) /* a directory's own end is reported by its parent */
 		m &= ~(FAN_DELETE_SELF | FAN_MOVE_SELF);
-	else
-		m |= FAN_DELETE_SELF; /* the watch ends with it */
+	else /* the watch ends with it; its guard follows it (guard_root) */
+		m |= FAN_DELETE_SELF | FAN_MOVE_SELF;
 	return m | FAN_ONDIR | FAN_EVENT_ON_CHILD;
 }
 
@@ -475,34 +498,35 @@ again:
 	return 0;
 }
 
-/* Builds the absolute path of node n's entry name (name NULL: of n itself)
- * into fa->path[3]; SIZE_MAX when it does not fit. */
-static size_t abs_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen)
+/* Opens node n's directory (name NULL), or its entry name, from the held
+ * root of its watch, with open(2) flags; ENAMETOOLONG when its path does
+ * not fit. */
+static int open_below(struct notifyx *nx, const struct nx_node *n, const char *name,
+		      size_t nlen, int flags)
 {
-	const struct nx_watch *w = n->watch;
-	char *p = fa->path[3];
-	size_t rel = w->abspath_len + 1, dlen, len;
+	const struct fwatch *fw = n->watch->bdata;
+	char *p = fan_of(nx)->path[3];
+	size_t rel = 0, dlen, len;
 
-	if (rel >= PATH_MAX)
-		return SIZE_MAX;
-	memcpy(p, w->abspath, w->abspath_len);
-	p[w->abspath_len] = '/';
-	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
-	if (dlen == SIZE_MAX)
-		return SIZE_MAX;
-	if (!name) {
-		p[rel + dlen] = '\0';
-		return rel + dlen;
+	if (fw->hname) {
+		rel = strlen(fw->hname) + 1;
+		memcpy(p, fw->hname, rel - 1);
+		p[rel - 1] = '/';
 	}
-	len = nx_join(p + rel, PATH_MAX - rel, p + rel, dlen, name, nlen);
-	return len == SIZE_MAX ? SIZE_MAX : rel + len;
+	dlen = nx_node_path(n, p + rel, PATH_MAX - rel);
+	len = dlen == SIZE_MAX || !name ? dlen : nx_join(p + rel, PATH_MAX - rel, p + rel, dlen,
+							 name, nlen);
+	if (len == SIZE_MAX)
+		return errno = ENAMETOOLONG, -1;
+	if (!len && rel) /* the root itself, by its name */
+		p[rel - 1] = '\0';
+	return nx_open_below(fw->hfd, p, flags);
 }
 
 /* Opens node n's object (O_PATH) by its path, making sure it is the same
  * object.  ESTALE when the path leads elsewhere. */
 static int open_node(struct notifyx *nx, struct nx_node *n)
 {
-	struct fan *fa = fan_of(nx);
 	struct kobj *k = n->kref;
 	unsigned char id[ID_MAX];
 	size_t len;
@@ -512,13 +536,11 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 		errno = ESTALE;
 		return -1;
 	}
-	if (!n->parent)
+	if (!n->watch->bdata || ((const struct fwatch *)n->watch->bdata)->hfd < 0)
 		fd = open(n->watch->abspath, O_PATH | O_CLOEXEC |
 			  ((n->watch->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
-	else if (abs_path(fa, n, NULL, 0) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
 	else
-		fd = open(fa->path[3], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		fd = open_below(nx, n, NULL, 0, O_PATH);
 	if (fd < 0)
 		return -1;
 	if (fd_id(fd, id, &len) < 0) {
@@ -534,11 +556,26 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	return -1;
 }
 
-/* The mark of k goes when its last node goes.  The kernel needs the object
- * to remove a mark: reached by the node's path, checked by its identifier.
- * When the object cannot be reached any more (moved away, or deleted, which
- * removes the mark itself), the mark stays until the inode goes; its events
- * then match no kobj and are dropped. */
+/* True when the object of key is the parent of a held root, marked for its
+ * deletion (see guard_root). */
+static bool guarded(const struct notifyx *nx, uint64_t key)
+{
+	const struct nx_watch *w;
+	size_t pos = 0;
+
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		const struct fwatch *fw = w->bdata;
+		if (fw && fw->hfd >= 0 && fw->guard == key && !w->ended)
+			return true;
+	}
+	return false;
+}
+
+/* The mark of k goes when its last node goes (but for what a guard needs).
+ * The kernel needs the object to remove a mark: reached by the node's path,
+ * checked by its identifier.  When the object cannot be reached any more
+ * (moved away, or deleted, which removes the mark itself), the mark stays
+ * until the inode goes; its events then match no kobj and are dropped. */
 static void detach(struct notifyx *nx, struct nx_node *n)
 {
 	struct fan *fa = fan_of(nx);
@@ -549,8 +586,9 @@ static void detach(struct notifyx *nx, struct nx_node *n)
 		return;
 	if (k->subs == n && !n->knext && k->kmask && !nx->forked) {
 		int fd = open_node(nx, n);
+		uint64_t keep = guarded(nx, k->key) ? FAN_DELETE | FAN_ONDIR : 0;
 		if (fd >= 0) {
-			mark_fd(fa, FAN_MARK_REMOVE, k->kmask, fd);
+			mark_fd(fa, FAN_MARK_REMOVE, k->kmask & ~keep, fd);
 			close(fd);
 		}
 	}
@@ -645,6 +683,16 @@ static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, 
 	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
 }
 
+/* An entry of directory n arrived whose path relative to the root does not
+ * fit: it is not watched, and the ERROR names n, the deepest that fits. */
+static void too_long(struct notifyx *nx, struct nx_node *n)
+{
+	struct fan *fa = fan_of(nx);
+
+	if (nx_node_path(n, fa->path[2], PATH_MAX) != SIZE_MAX)
+		emit_error(nx, n->watch, fa->path[2], ENAMETOOLONG);
+}
+
 /* ---- walking directories ---- */
 
 static bool fs_mode(const struct nx_watch *w)
@@ -660,6 +708,7 @@ struct walk {
 	const char *rel;
 	size_t rel_len;
 	bool report;
+	bool too_long;        /* an entry whose relative path does not fit */
 	char *subdirs;
 	size_t sub_len, sub_cap;
 };
@@ -672,7 +721,11 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	char *child = fan_of(nx)->path[1];
 	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
 
-	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
+	if (clen == SIZE_MAX) {
+		wk->too_long = true;
+		return 0;
+	}
+	if (nx_excluded(nx, w, child, name))
 		return 0;
 	if (wk->report) {
 		nx_emit(nx, w, NOTIFYX_CREATE,
@@ -703,9 +756,7 @@ static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const 
 		flags |= O_NOFOLLOW;
 	if (pfd >= 0 || !n->parent)
 		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
-	if (abs_path(fan_of(nx), n, NULL, 0) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
-	return open(fan_of(nx)->path[3], flags);
+	return open_below(nx, n, NULL, 0, flags);
 }
 
 /* A child directory of a watch that is not recursive: named, not marked,
@@ -745,10 +796,6 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 
 	if (w->ended || n->dead)
 		return 0;
-	if (rel_len > MAX_DIR_PATH) {
-		err = ENAMETOOLONG;
-		goto fail;
-	}
 	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
 		err = errno;
 		goto fail;
@@ -782,6 +829,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			emit_error(nx, w, rel, err);
 		return 0;
 	}
+	/* What does not fit below the root is not watched: said once, naming
+	 * the deepest directory that fits (this one). */
+	if (wk.too_long)
+		emit_error(nx, w, rel, ENAMETOOLONG);
 	if (depth >= WALK_FD_DEPTH) {
 		close(fd);
 		fd = -1;
@@ -823,10 +874,13 @@ fail:
 		errno = err;
 		return -1;
 	}
+	/* With filesystem marks, a filesystem below the root that cannot be
+	 * marked was reported by fs_mark_submounts() already. */
+	if (err != ENOENT && err != ENOTDIR && err != ELOOP &&
+	    !(err == ENODEV && n->parent && fs_mode(w)))
+		emit_error(nx, w, rel, err);
 	if (n->parent)
 		bury(nx, n);
-	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
-		emit_error(nx, w, rel, err);
 	return 0;
 }
 
@@ -865,7 +919,7 @@ static void walk_new(struct notifyx *nx, struct nx_node *n, const char *name, si
 	struct nx_node *c;
 
 	if (len == SIZE_MAX)
-		emit_error(nx, n->watch, name, ENAMETOOLONG);
+		too_long(nx, n);
 	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
 		nx_lost(nx, n->watch);
 	else if (walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, 0, report, false) < 0)
@@ -880,10 +934,6 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	int pfd;
 
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
-		return;
-	/* A filesystem mark sees inside new directories at once: they become
-	 * nodes when an event names them, unless their entries are to be listed. */
-	if (fs_mode(w) && !report)
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
 		/* Events not read yet moved n (its path now ends nowhere, in a
@@ -911,11 +961,13 @@ static struct fsmark *fsmark_of(const struct fan *fa, const unsigned char *fsid)
 static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
 		       size_t idlen);
 
-/* Filesystem marks: directory id moved in at n/name and is listed.  It is
- * found by its identifier, since events not read yet may have moved it, and
- * listed as it is now, under the name the event gives. */
+/* Directory id arrived at n/name (moved in, or renamed from a place the
+ * table did not know): its directories become nodes, and with report its
+ * entries are listed.  With filesystem marks it is found by its identifier,
+ * since events not read yet may have moved it, and listed as it is now,
+ * under the name the event gives. */
 static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
-			  const struct fanid *id)
+			  const struct fanid *id, bool report)
 {
 	struct fan *fa = fan_of(nx);
 	struct fsmark *fm = id && id->len >= 16 ? fsmark_of(fa, id->data) : NULL;
@@ -923,7 +975,7 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 	int fd;
 
 	if (!fm) {
-		add_subdir(nx, n, name, nlen, true, true);
+		add_subdir(nx, n, name, nlen, report, true);
 		return;
 	}
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
@@ -932,12 +984,12 @@ static void list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 		/* Gone (then events to come say so, and its path leads nowhere
 		 * too): by its path, at worst late. */
 		if (errno == ESTALE)
-			add_subdir(nx, n, name, nlen, true, true);
+			add_subdir(nx, n, name, nlen, report, true);
 		else
 			nx_lost(nx, w);
 		return;
 	}
-	walk_new(nx, n, name, nlen, fd, ".", true);
+	walk_new(nx, n, name, nlen, fd, ".", report);
 	close(fd);
 }
 
@@ -1057,6 +1109,8 @@ static void consume(struct fan *fa, size_t pos)
 	}
 	fa->npending = j;
 	fa->pend_start = 0;
+	if (pos)
+		fa->waited = false;
 	if (!fa->len) {
 		fa->unsure = false;
 		if (fa->ahead) /* give back what a read ahead used */
@@ -1356,15 +1410,14 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c && c->parent == node)
 				goto next;
 			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
-			/* With LIST, the table is made of listings, which can be
-			 * ahead of the event (made after it): a directory it does
-			 * not have where the event was is one that left a
-			 * directory before that was listed.  Its events are in
-			 * the listing of where it went, made when its move is
-			 * read (as with inode marks, which hear nothing of a
+			/* The table is made of listings, which can be ahead of
+			 * the event (made after it): a directory it does not
+			 * have where the event was is one that left a directory
+			 * before that was listed.  Its events are in the
+			 * listing of where it went, made when its move is read
+			 * (as with inode marks, which hear nothing of a
 			 * directory until they list it). */
-			if ((w->flags & NOTIFYX_WATCH_LIST) &&
-			    (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key))) {
+			if (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key)) {
 				behind = true;
 				node = NULL;
 				break;
@@ -1628,14 +1681,18 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	fa->nfswatches++;
 	fa->fsgen++;
 	nx_map_free(&fa->outside); /* some of it is inside now */
-	if (w->flags & NOTIFYX_WATCH_LIST) {
-		fa->path[2][0] = '\0';
-		/* fw->fsmode stays set: the caller undoes the marks, and does not
-		 * fall back to inode marks, whose listing would repeat the one
-		 * already queued. */
-		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, true, true) < 0 || w->ended)
-			return -1;
-	}
+	/* The tree is walked, listed or not: every directory is a node from
+	 * the start, so that the events of a directory deleted (or moved
+	 * away) before they are read are still placed (by identifier: it
+	 * cannot be found on demand any more), and a watch added later, whose
+	 * walk makes its own nodes current, takes nothing from this one.
+	 * fw->fsmode stays set on failure: the caller undoes the marks, and
+	 * does not fall back to inode marks, whose listing would repeat the
+	 * one already queued. */
+	fa->path[2][0] = '\0';
+	if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+		 true) < 0 || w->ended)
+		return -1;
 	return 0;
 fail:
 	err = errno;
@@ -1723,13 +1780,101 @@ static size_t subscribers(struct notifyx *nx, const struct kobj *k, int i)
 	return n;
 }
 
-/* Does name exist in n's directory now? */
-static bool exists_now(struct notifyx *nx, const struct nx_node *n, const char *name, size_t len)
+/* ---- held roots ---- */
+
+/* Holds directory root w, open at fd (see struct fwatch): 0, or -1 when no
+ * descriptor is left. */
+static int hold_root(struct notifyx *nx, struct nx_watch *w, int fd)
 {
+	struct fwatch *fw = w->bdata;
+	int pfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char kpath[32], *path = fan_of(nx)->path[3], *slash;
+	ssize_t len;
+
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if (pfd >= 0 && mnt_of(pfd) != mnt_of(fd) &&
+	    (len = readlink(kpath, path, PATH_MAX - 1)) > 1 && path[0] == '/') {
+		path[len] = '\0';
+		slash = strrchr(path, '/');
+		if ((fw->hname = strdup(slash + 1))) {
+			fw->hfd = pfd;
+			return 0;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	fw->hfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return fw->hfd < 0 ? -1 : 0;
+}
+
+/*
+ * A directory held open is not deleted for the kernel until it is closed:
+ * its FAN_DELETE_SELF waits for the library's descriptor (measured, kernel
+ * 6.18: rmdir of a marked directory held O_PATH gives no event at all until
+ * the close).  Its deletion is seen as the FAN_DELETE in its parent, which
+ * names it by identifier (root_deleted): filesystem marks hear it anyway;
+ * inode marks mark the parent for it (the guard), and mark the new parent
+ * after a MOVE_SELF.  A root whose parent cannot be marked is not held (its
+ * tree is then reached by its path, as given).  A root held through its
+ * parent (a mount root) is not held itself.
+ */
+static void guard_root(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fwatch *fw = w->bdata;
+	int pfd;
+
+	if (!fw || fw->hfd < 0 || fw->hname || fw->fsmode)
+		return;
+	pfd = openat(fw->hfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd >= 0 && mark_fd(fan_of(nx), FAN_MARK_ADD, FAN_DELETE | FAN_ONDIR, pfd) == 0) {
+		unsigned char id[ID_MAX];
+		size_t len;
+		/* Kept when the parent's own mark goes (detach). */
+		fw->guard = fd_id(pfd, id, &len) == 0 ? nx_fan_key(id, len) : 0;
+		close(pfd);
+		return;
+	}
+	if (pfd >= 0)
+		close(pfd);
+	close(fw->hfd);
+	fw->hfd = -1;
+}
+
+/* FAN_DELETE of directory k: the watches whose held root it was end. */
+static void root_deleted(struct notifyx *nx, struct kobj *k)
+{
+	size_t count = subscribers(nx, k, 1);
 	struct stat st;
 
-	return abs_path(fan_of(nx), n, name, len) != SIZE_MAX &&
-	       fstatat(AT_FDCWD, fan_of(nx)->path[3], &st, AT_SYMLINK_NOFOLLOW) == 0;
+	for (size_t i = 0; i < count; i++) {
+		struct nx_node *n = fan_of(nx)->vec[1][i];
+		struct fwatch *fw = n->watch->bdata;
+		if (n->dead || n->parent || n->watch->ended || !fw || fw->hfd < 0 || fw->hname ||
+		    fstat(fw->hfd, &st) < 0 || st.st_nlink)
+			continue;
+		nx_emit(nx, n->watch, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, n->watch);
+	}
+}
+
+/* Does name exist in n's directory now? */
+static bool exists_now(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	int fd = open_node(nx, n);
+	char nm[NAME_MAX + 1];
+	struct stat st;
+	bool there;
+
+	if (fd < 0 || len > NAME_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	there = fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return there;
 }
 
 /* An event on entry name of node n's directory. */
@@ -1743,8 +1888,11 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 	size_t len = entry_path(fa, n, name, nlen, 0), count;
 	bool both = (mask & FAN_CREATE) && (mask & FAN_DELETE);
 
-	if (len == SIZE_MAX)
+	if (len == SIZE_MAX) {
+		if (mask & FAN_CREATE)
+			too_long(nx, n);
 		return;
+	}
 	if ((mask & FAN_CREATE) && sup_take(fa, n, name, nlen))
 		mask &= ~(uint64_t)FAN_CREATE; /* a listing reported it already */
 	count = nx_fan_split(mask, both && exists_now(nx, n, name, nlen), types);
@@ -1788,6 +1936,7 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
 	if (mask & FAN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		guard_root(nx, w);
 	}
 	if (mask & FAN_DELETE_SELF) {
 		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
@@ -1823,6 +1972,8 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 			if (!fa->vec[0][i]->dead)
 				child_event(nx, fa->vec[0][i], r->mask, r->name.name, r->name.len);
 	}
+	if ((r->mask & FAN_DELETE) && r->fid.len && (k = kobj_find(fa, &r->fid)) && k->isdir)
+		root_deleted(nx, k);
 	/* A watched file (the object of the event) hears of itself. */
 	if (r->fid.len && (k = kobj_find(fa, &r->fid)) && !k->isdir) {
 		count = subscribers(nx, k, 1);
@@ -1903,7 +2054,6 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	const struct kobj *k = n->kref;
 
 	if (!k || k->listed_at != fa->epoch ||
-	    (fs_mode(n->watch) && !(n->watch->flags & NOTIFYX_WATCH_LIST)) ||
 	    nx_node_find(&nx->paths, n, name, len) ||
 	    entry_path(fa, n, name, len, 2) == SIZE_MAX)
 		return false;
@@ -1937,27 +2087,61 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 	return false;
 }
 
+/*
+ * An exchange with a name the watch does not see (an exclude pattern hides
+ * it): a departure, then an arrival, of the name it sees (API.md), each
+ * with the type of the entry it describes.  Nothing of the hidden name was
+ * ever in the table.
+ */
+static void exchange_unseen(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = a->watch;
+	size_t len = entry_path(fa, a, m->fname, m->flen, 0);
+	bool seen_from = len != SIZE_MAX &&
+			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->flen);
+	/* The name seen, in its directory, and what left it and arrived there. */
+	struct nx_node *n = seen_from ? a : b;
+	const char *name = seen_from ? m->fname : m->tname;
+	size_t nlen = seen_from ? m->flen : m->tlen;
+	bool left_dir = seen_from ? m->isdir : m->to_isdir;
+	bool came_dir = seen_from ? m->to_isdir : m->isdir;
+	const struct fanid *came = seen_from ? m->tfid : m->fid;
+
+	if ((len = entry_path(fa, n, name, nlen, 0)) == SIZE_MAX)
+		return;
+	bury(nx, nx_node_find(&nx->paths, n, name, nlen));
+	nx_emit(nx, w, NOTIFYX_MOVED_OUT, left_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
+		len, NULL, 0);
+	nx_emit(nx, w, NOTIFYX_MOVED_IN, came_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
+		len, NULL, 0);
+	if (came_dir)
+		list_moved_in(nx, n, name, nlen, came, w->flags & NOTIFYX_WATCH_LIST);
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
 	struct nx_watch *w = a->watch;
 
-	/* Filesystem marks: the directory moved is put where the event says it
-	 * was, if the table did not have it there (with LIST, it is listed where
-	 * it arrives, below). */
-	if (m->isdir && !m->exchange && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST) &&
-	    !nx_node_find(&nx->paths, a, m->fname, m->flen))
-		node_by_id(nx, a, m->fname, m->flen, m->fid);
 	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
 	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
 	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) |
 			 (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
 	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
 
-	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
+		too_long(nx, nlen == SIZE_MAX ? b : a);
 		return;
+	}
 	sup_take(fa, a, m->fname, m->flen);
+	if (m->exchange && (nx_excluded(nx, w, fa->path[1], fa->path[1] + olen - m->flen) ||
+			    nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen))) {
+		exchange_unseen(nx, a, b, m);
+		return;
+	}
 	struct nx_treemove t = {
 		.a = a, .b = b, .fname = m->fname, .flen = m->flen,
 		.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
@@ -1965,13 +2149,14 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	};
 	nx_treemove(nx, &t, bury);
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
-	/* A directory the table did not know: what it holds is new to the watch. */
-	if (m->isdir && !t.c && !t.out && fs_mode(w) && (w->flags & NOTIFYX_WATCH_LIST))
-		list_moved_in(nx, b, m->tname, m->tlen, m->fid);
-	else if (m->isdir && !t.c && !t.out)
-		add_subdir(nx, b, m->tname, m->tlen, deep && !fs_mode(w), true);
+	/* A directory the table did not know: what it holds is new to the watch
+	 * (with filesystem marks, listed where it arrives when LIST asks). */
+	if (m->isdir && !t.c && !t.out)
+		list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
 	if (m->exchange && m->to_isdir && !t.d)
-		add_subdir(nx, a, m->fname, m->flen, deep && !fs_mode(w), true);
+		list_moved_in(nx, a, m->fname, m->flen, m->tfid,
+			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
 }
 
 static void do_move(struct notifyx *nx, const struct move *m)
@@ -2010,19 +2195,17 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(fa, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX)
+			too_long(nx, b);
 		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
 		struct nx_watch *w = b->watch;
 		bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
-		if (m->isdir && fs_mode(w) && !(w->flags & NOTIFYX_WATCH_LIST))
-			node_by_id(nx, b, m->tname, m->tlen, m->fid);
-		else if (m->isdir && fs_mode(w) &&
-			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
-			list_moved_in(nx, b, m->tname, m->tlen, m->fid);
-		else if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
-			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST, true);
+		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+			list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+				      w->flags & NOTIFYX_WATCH_LIST);
 	}
 }
 
@@ -2057,10 +2240,40 @@ static bool same_name(const struct fanname *a, const struct fanname *b)
 	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
 }
 
+/* Records looked at after a FAN_RENAME for the second half of an exchange. */
+#define PAIR_WINDOW 64
+
+/*
+ * The position of the first FAN_RENAME after the one at pos (r): the
+ * second half of an exchange, if it is one.  Not always the next record:
+ * with filesystem marks, events of other processes on the filesystem can
+ * be queued between the two halves.  fa->len when there is none in the
+ * window; SIZE_MAX when buf ends before the window does.
+ */
+static size_t next_rename(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	size_t at = pos + r->size;
+
+	for (int i = 0; i < PAIR_WINDOW; i++) {
+		if (at >= fa->len)
+			return SIZE_MAX;
+		nx_fan_decode(fa->buf, fa->len, at, &x);
+		if (!x.size)
+			return fa->len;
+		if (x.mask & FAN_RENAME)
+			return at;
+		at += x.size;
+	}
+	return fa->len;
+}
+
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
- * reverse of the first for another object: reported as one when the two
- * entries differ in type or either is a directory (API.md).  Returns the
- * bytes of the records used. */
+ * reverse of the first for another object: the identifiers of the objects
+ * moved (FAN_REPORT_TARGET_FID) tell it from a rename onto an existing name
+ * followed by a rename back (the same object twice), for files too, so it is
+ * reported as one RENAME with NOTIFYX_EVENT_EXCHANGE (API.md 0.2).  Returns
+ * the bytes of the records used. */
 static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r)
 {
 	struct fan *fa = fan_of(nx);
@@ -2089,15 +2302,18 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		fa->cookie = 1;
 
 	m.cookie = fa->cookie;
-	if (nx_fan_decode(fa->buf, fa->len, pos + r->size, &x) && (x.mask & FAN_RENAME) &&
+	size_t xpos = next_rename(fa, pos, r);
+	if (xpos < fa->len && nx_fan_decode(fa->buf, fa->len, xpos, &x) &&
 	    same_id(&x.odfid, &r->ndfid) && same_id(&x.ndfid, &r->odfid) &&
 	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&
-	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid) &&
-	    ((r->mask | x.mask) & FAN_ONDIR)) {
+	    r->fid.len && x.fid.len && !same_id(&r->fid, &x.fid)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
 		m.tfid = &x.fid;
-		used += x.size;
+		if (xpos == pos + r->size)
+			used += x.size;
+		else
+			fa->paired = xpos; /* skipped when reached */
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
 		if (!m.from != !m.to) {
@@ -2228,17 +2444,108 @@ static void check_mounts(struct notifyx *nx)
 
 /* ---- reading ---- */
 
+/*
+ * The kernel merges an unread deletion into the unread event of the same
+ * object at the same name (its creation, say), ahead of the renames that
+ * came between, which are never merged: an object made, exchanged away and
+ * back, then deleted, would be deleted before its exchanges.  With the
+ * identifiers of the objects renamed (FAN_REPORT_TARGET_FID), a deletion
+ * whose object a later FAN_RENAME in buf moves comes after the last of
+ * them (the object was back at that name when it went): the position
+ * after which it comes, or SIZE_MAX when it comes where it is.
+ */
+static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	uintptr_t at;
+
+	if (!(r->mask & FAN_DELETE) || !r->fid.len)
+		return SIZE_MAX;
+	while (fa->ren_indexed < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, fa->ren_indexed, &x);
+		if (!x.size)
+			break;
+		if (ok && (x.mask & FAN_RENAME) && x.fid.len)
+			nx_map_put(&fa->renames, x.fid.key, (void *)(fa->ren_indexed + 1));
+		fa->ren_indexed += x.size;
+	}
+	at = (uintptr_t)nx_map_get(&fa->renames, r->fid.key);
+	if (at-- <= pos + 1 || !nx_fan_decode(fa->buf, fa->len, at, &x) || !same_id(&x.fid, &r->fid))
+		return SIZE_MAX;
+	return at;
+}
+
+/* Queues the deletion of the record at pos to come after the record at
+ * after: false when it cannot be remembered (it then comes where it is). */
+static bool defer_delete(struct fan *fa, size_t pos, size_t after)
+{
+	if (fa->nlate == fa->late_cap) {
+		size_t cap = fa->late_cap ? 2 * fa->late_cap : 16;
+		struct late *v = realloc(fa->late, cap * sizeof(*v));
+		if (!v)
+			return false;
+		fa->late = v;
+		fa->late_cap = cap;
+	}
+	fa->late[fa->nlate++] = (struct late){ pos, after };
+	return true;
+}
+
+/* The deferred deletions whose rename was handled (all with all). */
+static void late_deletes(struct notifyx *nx, size_t pos, bool all)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec r;
+	size_t j = 0;
+
+	for (size_t i = 0; i < fa->nlate; i++) {
+		if (!all && fa->late[i].after >= pos) {
+			fa->late[j++] = fa->late[i];
+			continue;
+		}
+		if (nx_fan_decode(fa->buf, fa->len, fa->late[i].pos, &r)) {
+			r.mask &= FAN_DELETE | FAN_ONDIR;
+			plain_event(nx, &r);
+		}
+	}
+	fa->nlate = j;
+}
+
+/* The last record of buf is a FAN_RENAME: the second FAN_RENAME of an
+ * exchange is queued by the same system call just after the first, and a
+ * read can come between the two.  True when the kernel has more within a
+ * millisecond (once per record: then read it, and pair them). */
+static bool second_half(struct fan *fa)
+{
+	struct pollfd p = { .fd = fa->fd, .events = POLLIN };
+
+	if (fa->more)
+		return true;
+	if (fa->waited)
+		return false;
+	fa->waited = true;
+	return poll(&p, 1, 1) > 0;
+}
+
 /* Handles the records in buf. */
 static void handle_records(struct notifyx *nx)
 {
 	struct fan *fa = fan_of(nx);
-	size_t pos = 0;
+	size_t pos = 0, after;
 	struct fanrec r;
 
+	nx_map_free(&fa->renames);
+	fa->ren_indexed = 0;
 	while (pos < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 		fa->next = pos + r.size;
-		if (ok && fa->more && (r.mask & FAN_RENAME) && pos + r.size == fa->len)
+		if (pos == fa->paired && pos) { /* handled with its first half */
+			fa->paired = 0;
+			pos += r.size;
+			continue;
+		}
+		if (ok && (r.mask & FAN_RENAME) && next_rename(fa, pos, &r) == SIZE_MAX &&
+		    second_half(fa))
 			break; /* handled with what the next read brings */
 		if (!ok) {
 			/* The kernel returns whole records only: a record that
@@ -2253,10 +2560,18 @@ static void handle_records(struct notifyx *nx)
 		} else if (r.mask & FAN_RENAME) {
 			pos += rename_event(nx, pos, &r);
 		} else {
+			if ((after = delete_after(fa, pos, &r)) != SIZE_MAX &&
+			    defer_delete(fa, pos, after))
+				r.mask &= ~(uint64_t)FAN_DELETE;
 			plain_event(nx, &r);
 			pos += r.size;
 		}
+		if (fa->nlate)
+			late_deletes(nx, pos, false);
 	}
+	late_deletes(nx, pos, true); /* their renames wait for the next read */
+	nx_map_free(&fa->renames);
+	fa->paired = 0;
 	consume(fa, pos);
 }
 
@@ -2408,6 +2723,8 @@ static void fan_close(struct notifyx *nx)
 	free(fa->vec[0]);
 	free(fa->vec[1]);
 	free(fa->pending);
+	free(fa->late);
+	nx_map_free(&fa->renames);
 	munmap(fa->buf, READ_AHEAD_MAX);
 	free(fa);
 }
@@ -2421,6 +2738,9 @@ static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
 	if (fw->fsmode)
 		fan_of(nx)->nfswatches--;
 	fs_unmark(nx, fw);
+	if (fw->hfd >= 0)
+		close(fw->hfd);
+	free(fw->hname);
 	free(fw->marks);
 	free(fw->mnts);
 	free(fw->root);
@@ -2436,10 +2756,12 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 
 	if (!(w->bdata = calloc(1, sizeof(struct fwatch))))
 		return -1;
+	((struct fwatch *)w->bdata)->hfd = -1;
 	fd = open(w->abspath, O_PATH | O_CLOEXEC | ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		goto out;
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0 ||
+	    (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && hold_root(nx, w, fd) < 0))
 		goto fail;
 	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0) {
 		if (fs_add_watch(nx, w) == 0) {
@@ -2462,6 +2784,7 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
 			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended) {
 			fa->epoch++; /* listed before what is to be read happens */
+			guard_root(nx, w);
 			return 0;
 		}
 		goto out;

@@ -13,7 +13,17 @@
  *   give the paths of the moment of each event, also when the renames are
  *   queued far behind the events (filesystem marks: more than a read);
  * - a directory moved in from outside and one moved out;
- * - two filesystems mounted inside one tree, and XDEV keeping out of them.
+ * - two filesystems mounted inside one tree, and XDEV keeping out of them;
+ * - exchanges (renameat2 RENAME_EXCHANGE) of two files and of two
+ *   directories are one RENAME with EXCHANGE, with and without LIST (the
+ *   identifiers of the objects moved tell an exchange from two renames);
+ * - a recursive LIST watch added after a recursive watch of the same tree
+ *   takes no event from it (watches are independent);
+ * - a file made, exchanged away and back, and removed before the library
+ *   reads (the kernel merges its removal into its creation, ahead of the
+ *   exchanges): the removal still comes last;
+ * - the deletion of a recursive root (which the library holds open) is
+ *   reported after a watch of its parent was added and removed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -23,10 +33,12 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -235,6 +247,164 @@ static void two_filesystems(void **state)
 	TU_SEQ(&f->log, xdev, NOTIFYX_CREATE, "sub/top", 0u);
 }
 
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static void exchange(struct tu_fix *f, const char *a, const char *b)
+{
+	if (syscall(SYS_renameat2, AT_FDCWD, tu_path(f->dir, a), AT_FDCWD, tu_path(f->dir, b),
+		    RENAME_EXCHANGE) < 0) {
+		if (errno == EINVAL || errno == ENOSYS) {
+			print_message("[ SKIP     ] renameat2(RENAME_EXCHANGE): %s\n", strerror(errno));
+			skip();
+		}
+		fail_msg("renameat2(%s, %s): %s", a, b, strerror(errno));
+	}
+}
+
+/* Exactly one RENAME path <- old with EXCHANGE (and ISDIR when dir) from
+ * index from on, for wd. */
+static void one_exchange(const struct tu_log *log, size_t from, int wd, const char *path,
+			 const char *old, int dir)
+{
+	size_t n = 0;
+
+	for (size_t i = from; i < log->n; i++) {
+		const struct tu_ev *e = &log->ev[i];
+		if (e->wd != wd)
+			continue;
+		if (e->mask != NOTIFYX_RENAME || strcmp(e->path, path) || !e->old_path ||
+		    strcmp(e->old_path, old) ||
+		    (e->flags & (NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR)) !=
+			    (NOTIFYX_EVENT_EXCHANGE | (dir ? NOTIFYX_EVENT_ISDIR : 0))) {
+			tu_dump(log, "actual");
+			fail_msg("wd %d, event #%zu: expected only RENAME %s <- %s EXCHANGE%s", wd, i,
+				 path, old, dir ? " ISDIR" : "");
+		}
+		n++;
+	}
+	if (n != 1) {
+		tu_dump(log, "actual");
+		fail_msg("wd %d: %zu RENAME EXCHANGE events, expected 1", wd, n);
+	}
+}
+
+static void exchanges(void **state)
+{
+	struct tu_fix *f = F(state);
+	int plain, list;
+	size_t from;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/d1"));
+	tu_mkdir(tu_path(f->dir, "t/d2"));
+	tu_write(tu_path(f->dir, "t/a"), "a");
+	tu_write(tu_path(f->dir, "t/d1/b"), "b");
+	plain = tu_add(&f->log, tu_path(f->dir, "t"), TREE, NOTIFYX_WATCH_RECURSIVE);
+	list = tu_add(&f->log, tu_path(f->dir, "t"), TREE,
+		      NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	tu_settle(&f->log);
+	/* Two files in two directories. */
+	from = f->log.n;
+	exchange(f, "t/a", "t/d1/b");
+	TU_WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, TU_ANY_PATH);
+	TU_WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, TU_ANY_PATH);
+	tu_settle(&f->log);
+	one_exchange(&f->log, from, plain, "d1/b", "a", 0);
+	one_exchange(&f->log, from, list, "d1/b", "a", 0);
+	/* Two directories: each is watched under its new name. */
+	from = f->log.n;
+	exchange(f, "t/d1", "t/d2");
+	TU_WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, TU_ANY_PATH);
+	TU_WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, TU_ANY_PATH);
+	tu_settle(&f->log);
+	one_exchange(&f->log, from, plain, "d2", "d1", 1);
+	one_exchange(&f->log, from, list, "d2", "d1", 1);
+	from = f->log.n;
+	tu_touch(tu_path(f->dir, "t/d2/in-old-d1"));
+	TU_WAIT_FROM(&f->log, from, plain, NOTIFYX_CREATE, "d2/in-old-d1");
+	TU_WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "d2/in-old-d1");
+}
+
+static void independent_watches(void **state)
+{
+	struct tu_fix *f = F(state);
+	int first, list;
+	size_t from;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/s"));
+	tu_mkdir(tu_path(f->dir, "t/s/u"));
+	first = tu_add(&f->log, tu_path(f->dir, "t"), TREE, NOTIFYX_WATCH_RECURSIVE);
+	tu_touch(tu_path(f->dir, "t/s/before"));
+	TU_WAIT(&f->log, first, NOTIFYX_CREATE, "s/before");
+	list = tu_add(&f->log, tu_path(f->dir, "t"), TREE,
+		      NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	tu_settle(&f->log);
+	from = f->log.n;
+	tu_touch(tu_path(f->dir, "t/s/f"));
+	tu_touch(tu_path(f->dir, "t/s/u/g"));
+	tu_touch(tu_path(f->dir, "t/h"));
+	TU_WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "h");
+	TU_WAIT_FROM(&f->log, from, first, NOTIFYX_CREATE, "h");
+	tu_settle(&f->log);
+	TU_ONCE(&f->log, first, NOTIFYX_CREATE, "s/f", NOTIFYX_EVENT_SYNTHETIC, 0);
+	TU_ONCE(&f->log, first, NOTIFYX_CREATE, "s/u/g", NOTIFYX_EVENT_SYNTHETIC, 0);
+	TU_ONCE(&f->log, list, NOTIFYX_CREATE, "s/f", NOTIFYX_EVENT_SYNTHETIC, 0);
+	TU_ONCE(&f->log, list, NOTIFYX_CREATE, "s/u/g", NOTIFYX_EVENT_SYNTHETIC, 0);
+}
+
+static void merged_delete_after_exchanges(void **state)
+{
+	struct fan_seq { uint32_t mask; const char *path; } want[] = {
+		{ NOTIFYX_CREATE, "f" }, { NOTIFYX_RENAME, "d" }, { NOTIFYX_RENAME, "f" },
+		{ NOTIFYX_DELETE, "f" },
+	};
+	struct tu_fix *f = F(state);
+	size_t n = 0;
+	int wd;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/d"));
+	wd = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME,
+		    NOTIFYX_WATCH_RECURSIVE);
+	tu_touch(tu_path(f->dir, "t/f"));
+	exchange(f, "t/f", "t/d");
+	exchange(f, "t/d", "t/f");
+	tu_unlink(tu_path(f->dir, "t/f"));
+	TU_WAIT(&f->log, wd, NOTIFYX_DELETE, "f");
+	tu_settle(&f->log);
+	for (size_t i = 0; i < f->log.n; i++) {
+		const struct tu_ev *e = &f->log.ev[i];
+		if (e->wd != wd)
+			continue;
+		if (n >= 4 || e->mask != want[n].mask || strcmp(e->path, want[n].path)) {
+			tu_dump(&f->log, "actual");
+			fail_msg("event #%zu: expected CREATE f, RENAME d, RENAME f, DELETE f in order", i);
+		}
+		n++;
+	}
+	TU_EQ("events of the watch", 4, n);
+}
+
+static void root_deleted_after_parent_watch(void **state)
+{
+	struct tu_fix *f = F(state);
+	int root, parent;
+
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/r"));
+	root = tu_add(&f->log, tu_path(f->dir, "t/r"), NOTIFYX_DELETE_SELF, NOTIFYX_WATCH_RECURSIVE);
+	parent = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	assert_int_equal(notifyx_rm_watch(f->nx, parent), 0);
+	TU_WAIT(&f->log, parent, NOTIFYX_IGNORED, "");
+	tu_rmdir(tu_path(f->dir, "t/r"));
+	TU_WAIT(&f->log, root, NOTIFYX_IGNORED, "");
+	tu_settle(&f->log);
+	TU_SEQ(&f->log, root, NOTIFYX_DELETE_SELF, "", NOTIFYX_IGNORED, "", 0u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +414,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rename_below_root_far, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(moved_in_and_out, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(exchanges, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(independent_watches, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(merged_delete_after_exchanges, tu_setup,
+						tu_teardown),
+		cmocka_unit_test_setup_teardown(root_deleted_after_parent_watch, tu_setup,
+						tu_teardown),
 	};
 	struct notifyx *nx;
 
