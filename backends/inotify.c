@@ -22,9 +22,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -34,15 +36,30 @@
 #include "nx.h"
 #include "scan.h"
 #include "treemove.h"
+#include "treepath.h"
 
 #define READ_BUF (64 * 1024)
-/* A directory is entered only if every path below it still fits. */
-#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 
 struct kwatch {
 	int kwd;
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
+};
+
+/* A watch's own state (its bdata). */
+struct iwatch {
+	/* Recursive: the root, O_PATH, held; or, when the root is the root of
+	 * a mount, its parent (so that the library does not keep that
+	 * filesystem busy) and rootname its name there.  Else -1. */
+	int rootfd;
+	char *rootname;
+	dev_t dev;              /* the root's */
+	ino_t ino;
+	uint64_t mnt_id;        /* the mount the root was reached through; 0: unknown */
+	bool isdir;
+	struct kwatch *guard;   /* recursive: the kernel watch of the root's parent */
+	struct nx_watch *gnext; /* next watch of guard->guards */
 };
 
 /* A directory that appeared where the library could not reach it yet. */
@@ -56,6 +73,8 @@ struct deferred {
 struct ino {
 	int fd;
 	int timerfd;
+	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
+	int mnt_check;        /* a private one, polled by process() itself */
 	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
 	bool holding;         /* the record at buf[0] is a MOVED_FROM waiting for its pair */
 	bool timer_armed;
@@ -72,13 +91,19 @@ struct ino {
 	size_t vec_cap[2];
 	struct deferred *deferred;
 	size_t ndeferred, deferred_cap;
-	char path[3][PATH_MAX]; /* [0], [1]: event paths; [2]: a walk's relative path */
+	/* [0], [1]: event paths; [2]: a walk's relative path; [3]: open_node() */
+	char path[4][PATH_MAX];
 	_Alignas(8) char buf[READ_BUF];
 };
 
 static struct ino *ino_of(const struct notifyx *nx)
 {
 	return nx->bdata;
+}
+
+static struct iwatch *iw_of(const struct nx_watch *w)
+{
+	return w->bdata;
 }
 
 /* ---- decoding (pure: no system call) ---- */
@@ -149,20 +174,22 @@ static uint32_t node_mask(const struct nx_node *n)
 		m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
 	if (n->parent) /* a directory's own events come through its parent */
 		m &= ~(IN_DELETE_SELF | IN_MOVE_SELF);
+	else if (w->flags & NOTIFYX_WATCH_RECURSIVE) /* to follow the held root (see guard()) */
+		m |= IN_MOVE_SELF;
 	return m;
 }
 
 /* ---- kernel watches ---- */
 
-static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+/* Adds mask to the kernel watch of kpath; NULL with errno on failure. */
+static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mask)
 {
-	uint32_t mask = node_mask(n);
 	struct kwatch *kw;
 	int kwd;
 
-	kwd = inotify_add_watch(in->fd, kpath, mask | extra | IN_MASK_ADD);
+	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
-		return -1;
+		return NULL;
 	kw = nx_map_get(&in->kwatches, (uint64_t)kwd);
 	if (!kw) {
 		if (!(kw = calloc(1, sizeof(*kw))) ||
@@ -170,11 +197,30 @@ static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 			free(kw);
 			inotify_rm_watch(in->fd, kwd);
 			errno = ENOMEM;
-			return -1;
+			return NULL;
 		}
 		kw->kwd = kwd;
 	}
-	kw->kmask |= mask;
+	kw->kmask |= mask & ~(IN_ONLYDIR | IN_DONT_FOLLOW);
+	return kw;
+}
+
+/* The kernel watch goes when nothing uses it any more. */
+static void kwatch_release(struct ino *in, struct kwatch *kw)
+{
+	if (kw->subs || kw->guards)
+		return;
+	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
+	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
+	free(kw);
+}
+
+static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+{
+	struct kwatch *kw = kwatch_add(in, kpath, node_mask(n) | extra);
+
+	if (!kw)
+		return -1;
 	/* A directory the watch knows already under another name: the name
 	 * was reached through moves not read yet (see walk()).  (A directory
 	 * seen twice through a bind mount inside the tree is watched at one
@@ -207,11 +253,7 @@ static void detach(struct ino *in, struct nx_node *n)
 	}
 	n->kref = NULL;
 	n->knext = NULL;
-	if (!kw->subs) {
-		inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
-		nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
-		free(kw);
-	}
+	kwatch_release(in, kw);
 }
 
 static void bury_one(void *ctx, struct nx_node *n)
@@ -245,6 +287,180 @@ static void free_graveyard(struct notifyx *nx)
 		nx_node_free_tree(&nx->paths, n, NULL, NULL);
 	}
 	in->graveyard = NULL;
+}
+
+static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
+{
+	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
+}
+
+/* ---- held roots ----
+ *
+ * A recursive watch holds its root open (O_PATH) and reaches every directory
+ * of its tree from there, so that a root that was moved, or a directory
+ * above it that was renamed, changes nothing, and paths longer than PATH_MAX
+ * from "/" work.  An open descriptor on a directory holds back its
+ * IN_DELETE_SELF until it is closed (measured on ext4 and tmpfs, kernel
+ * 6.18: rmdir of a directory held open raises no event on it at all), so the
+ * root's parent is watched for IN_DELETE (its "guard"), and each deletion
+ * there looks whether the root has any link left.  A move of the root (its
+ * IN_MOVE_SELF) moves the guard to its new parent. */
+
+static void unguard(struct ino *in, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+	struct kwatch *kw = iw ? iw->guard : NULL;
+
+	if (!kw)
+		return;
+	for (struct nx_watch **pp = &kw->guards; *pp; pp = &iw_of(*pp)->gnext) {
+		if (*pp == w) {
+			*pp = iw->gnext;
+			break;
+		}
+	}
+	iw->guard = NULL;
+	iw->gnext = NULL;
+	kwatch_release(in, kw);
+}
+
+/* The root of w is gone when it has no link left: DELETE_SELF ends w
+ * (true). */
+static bool check_root(struct notifyx *nx, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+	struct stat st;
+
+	if (w->ended || !iw || iw->rootfd < 0 || iw->rootname || fstat(iw->rootfd, &st) < 0 ||
+	    st.st_nlink)
+		return false;
+	nx_emit(nx, w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+	nx_end_watch(nx, w);
+	return true;
+}
+
+/* Watches the parent of w's held root for the root's deletion.  -1 with
+ * errno when it cannot (then an ERROR says so unless at_add). */
+static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
+{
+	struct ino *in = ino_of(nx);
+	struct iwatch *iw = iw_of(w);
+	struct stat pst, rst;
+	struct kwatch *kw;
+	char kpath[32];
+	int pfd, err = 0;
+
+	unguard(in, w);
+	if (iw->rootname) /* a mount root cannot be removed or moved: no guard */
+		return 0;
+	pfd = openat(iw->rootfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &pst) < 0 || fstat(iw->rootfd, &rst) < 0) {
+		err = errno;
+	} else if (pst.st_dev != rst.st_dev || pst.st_ino != rst.st_ino) { /* "/" has no parent */
+		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", pfd);
+		if ((kw = kwatch_add(in, kpath, IN_DELETE | IN_ONLYDIR))) {
+			iw->guard = kw;
+			iw->gnext = kw->guards;
+			kw->guards = w;
+		} else {
+			err = errno;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	if (err && at_add) {
+		errno = err;
+		return -1;
+	}
+	check_root(nx, w); /* removed before the guard was set */
+	/* Without a guard nothing would tell the root's deletion. */
+	if (err)
+		emit_error(nx, w, "", err);
+	return 0;
+}
+
+/* A filesystem left the mount table (umount -l while busy gives no
+ * IN_UNMOUNT: the kernel sends it when the filesystem is shut down, which a
+ * descriptor held anywhere, the library's own included, puts off). */
+static void check_mounts(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct pollfd p = { .fd = in->mnt_check, .events = POLLPRI };
+	struct nx_map set = { 0 };
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	if (in->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
+		return;
+	if (nx_mounts_read(in->mnt_check, &set)) {
+		while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+			struct iwatch *iw = iw_of(w);
+			if (w->ended || !iw || !iw->mnt_id || nx_map_get(&set, iw->mnt_id + 1))
+				continue;
+			nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+			nx_end_watch(nx, w);
+		}
+	}
+	nx_map_free(&set);
+}
+
+/* Opens rel below the root of w (see struct iwatch). */
+static int open_below_root(const struct iwatch *iw, const char *rel, int flags)
+{
+	struct stat st;
+	int rfd, fd, err;
+
+	if (!iw->rootname)
+		return nx_open_below(iw->rootfd, rel, flags);
+	rfd = openat(iw->rootfd, iw->rootname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	if (fstat(rfd, &st) < 0 || st.st_dev != iw->dev || st.st_ino != iw->ino) {
+		close(rfd);
+		errno = ESTALE; /* unmounted, or covered by another mount */
+		return -1;
+	}
+	fd = nx_open_below(rfd, rel, flags);
+	err = errno;
+	close(rfd);
+	errno = err;
+	return fd;
+}
+
+/* When w's root is the root of a mount, holds its parent instead of it. */
+static void hold_mount_parent(struct ino *in, struct iwatch *iw)
+{
+	char kpath[32], *base;
+	ssize_t len;
+	int pfd, fd;
+
+	pfd = openat(iw->rootfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return;
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", iw->rootfd);
+	len = readlink(kpath, in->path[3], PATH_MAX - 1);
+	if (nx_mount_id(pfd) == iw->mnt_id || len <= 1 || in->path[3][0] != '/') {
+		close(pfd);
+		return;
+	}
+	in->path[3][len] = '\0';
+	base = strrchr(in->path[3], '/') + 1;
+	if (!(iw->rootname = strdup(base))) {
+		close(pfd);
+		return;
+	}
+	fd = iw->rootfd;
+	iw->rootfd = pfd;
+	if ((pfd = open_below_root(iw, "", O_PATH | O_DIRECTORY)) < 0) {
+		/* Not reachable by its name: keep holding the root itself. */
+		close(iw->rootfd);
+		iw->rootfd = fd;
+		free(iw->rootname);
+		iw->rootname = NULL;
+		return;
+	}
+	close(pfd);
+	close(fd);
 }
 
 /* ---- suppression of events already reported or caused by the library ---- */
@@ -293,6 +509,17 @@ static void sup_listing(struct ino *in, struct kwatch *kw, const char *name, siz
 		sup_add(in, kw, name, len, SUP_CLOSE, 1);
 }
 
+/* An entry of directory n whose path relative to the root does not fit:
+ * the ERROR names n, the deepest directory that fits. */
+static void too_long(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+	size_t len = nx_node_path(n, in->path[0], PATH_MAX);
+
+	if (len != SIZE_MAX)
+		emit_error(nx, n->watch, in->path[0], ENAMETOOLONG);
+}
+
 /* The path of n's entry name, relative to the watch root, in in->path[i]. */
 static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
 			 int i)
@@ -314,6 +541,7 @@ struct walk {
 	const char *rel; /* path of dir relative to the root */
 	size_t rel_len;
 	bool report;     /* report entries as SYNTHETIC CREATEs */
+	bool too_long;   /* an entry's path relative to the root did not fit */
 	char *subdirs;   /* names of subdirectories, NUL-separated */
 	size_t sub_len, sub_cap;
 };
@@ -321,11 +549,6 @@ struct walk {
 /* Deeper than this, a walk closes each directory before entering its
  * subdirectories and opens them by path, so it cannot run out of descriptors. */
 #define WALK_FD_DEPTH 128
-
-static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
-{
-	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
-}
 
 static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
 {
@@ -335,6 +558,8 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	char *child = ino_of(nx)->path[1];
 	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
 
+	if (clen == SIZE_MAX)
+		wk->too_long = true;
 	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
 		return 0;
 	if (wk->report) {
@@ -377,25 +602,24 @@ static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name
 	return len == SIZE_MAX ? SIZE_MAX : rel + len;
 }
 
-/* Opens the directory of node n (O_PATH), making sure through its kernel
- * watch that the path still leads to it.  ESTALE when it leads elsewhere. */
+/* Opens the directory of node n (O_PATH) from the held root of its watch,
+ * making sure through its kernel watch that the path still leads to it.
+ * ESTALE when it leads elsewhere. */
 static int open_node(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 	struct kwatch *kw = n->kref;
+	const struct iwatch *iw = iw_of(n->watch);
 	char kpath[32];
 	int fd, kwd;
 
-	if (!kw) {
+	if (!kw || !iw || iw->rootfd < 0) {
 		errno = ESTALE;
 		return -1;
 	}
-	if (!n->parent)
-		fd = open(n->watch->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	else if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
+	if (nx_node_path(n, in->path[3], PATH_MAX) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
-	else
-		fd = open(in->path[0], O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_below_root(iw, in->path[3], O_PATH | O_DIRECTORY);
 	if (fd < 0 || !in->proc_fd)
 		return fd;
 	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
@@ -409,19 +633,15 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	return -1;
 }
 
-/* Opens directory name of node n for listing: relative to pfd, or by path
- * when pfd is -1. */
-static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
+/* Opens directory name of node n for listing: relative to pfd, or, when
+ * pfd is -1, by its path rel from the watch's root. */
+static int open_dir(const struct iwatch *iw, int pfd, const char *name, const char *rel)
 {
 	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
 
-	if (n->parent || (n->watch->flags & NOTIFYX_WATCH_NOFOLLOW))
-		flags |= O_NOFOLLOW;
-	if (pfd >= 0 || !n->parent)
-		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
-	if (abs_path(ino_of(nx), n->parent, n->name, n->name_len) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
-	return open(ino_of(nx)->path[0], flags);
+	if (pfd >= 0)
+		return openat(pfd, name, flags | O_NOFOLLOW);
+	return open_below_root(iw, rel, flags);
 }
 
 /* Watches the directory open at fd, node n. */
@@ -499,11 +719,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 
 	if (w->ended || n->dead)
 		return 0;
-	if (rel_len > MAX_DIR_PATH) {
-		err = ENAMETOOLONG;
-		goto fail;
-	}
-	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
+	if ((fd = open_dir(iw_of(w), pfd, name, rel)) < 0) {
 		err = errno;
 		goto fail;
 	}
@@ -541,6 +757,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			emit_error(nx, w, rel, err);
 		return 0;
 	}
+	/* What does not fit is not watched: the deepest directory that fits
+	 * says so (its events name no entry that does not fit either). */
+	if (wk.too_long)
+		emit_error(nx, w, rel, ENAMETOOLONG);
 	if (depth >= WALK_FD_DEPTH) {
 		close(fd);
 		fd = -1;
@@ -556,11 +776,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			ret = -1;
 			break;
 		}
-		if ((clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen)) == SIZE_MAX) {
-			emit_error(nx, w, rel, ENAMETOOLONG);
-			bury(nx, c);
-			continue;
-		}
+		clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen); /* fits: see walk_entry */
 		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
 		rel[rel_len] = '\0';
 		if (ret < 0)
@@ -624,7 +840,7 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	}
 	len = entry_path(in, n, name, nlen, 2);
 	if (len == SIZE_MAX) {
-		emit_error(nx, w, name, ENAMETOOLONG);
+		too_long(nx, n);
 	} else if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
 		nx_lost(nx, w);
 	} else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0) {
@@ -706,7 +922,9 @@ static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 {
 	struct nx_watch *w = n->watch;
-	uint32_t flags = (mask & IN_ISDIR) ? NOTIFYX_EVENT_ISDIR : 0;
+	const struct iwatch *iw = iw_of(w);
+	/* The kernel does not set IN_ISDIR on IN_DELETE_SELF and IN_MOVE_SELF. */
+	uint32_t flags = (mask & IN_ISDIR) || (iw && iw->isdir) ? NOTIFYX_EVENT_ISDIR : 0;
 
 	if (n->parent) {
 		/* A directory inside a tree: its parent reports it by name.  An
@@ -737,6 +955,8 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		nx_end_watch(nx, w);
 	} else if (mask & IN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		if (iw && iw->rootfd >= 0)
+			guard(nx, w, false); /* its parent changed */
 	} else if (nx_inotify_event(mask)) {
 		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
 	}
@@ -750,8 +970,10 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
 	size_t len = entry_path(in, n, r->name, r->name_len, 0);
 
-	if (len == SIZE_MAX)
-		return; /* cannot happen: directories are entered only while paths fit */
+	if (len == SIZE_MAX) {
+		too_long(nx, n);
+		return;
+	}
 	if (r->mask & IN_CREATE) {
 		if (sup_take(in, n, r->name, r->name_len, SUP_CREATE))
 			return; /* a listing reported it already */
@@ -796,6 +1018,10 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 			if (!n->parent)
 				nx_end_watch(nx, n->watch);
 		}
+		/* The parent of held roots went (they were moved out of it
+		 * first): guard them where they are now. */
+		while ((kw = nx_map_get(&in->kwatches, (uint64_t)r->wd)) && kw->guards)
+			guard(nx, kw->guards, false);
 		return;
 	}
 	count = subscribers(nx, kw, 0);
@@ -807,6 +1033,15 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 			child_event(nx, n, r);
 		else
 			self_event(nx, n, r->mask);
+	}
+	/* A directory went from the parent of held roots: theirs?  (Ending a
+	 * watch unguards it, which may free kw: look it up again.) */
+	for (bool again = (r->mask & IN_DELETE) && (r->mask & IN_ISDIR); again;) {
+		struct nx_watch *w;
+		again = false;
+		kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+		for (w = kw ? kw->guards : NULL; w && !(again = check_root(nx, w));)
+			w = iw_of(w)->gnext;
 	}
 }
 
@@ -838,8 +1073,10 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	size_t nlen = entry_path(in, b, m->tname, m->tlen, 0);
 	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) | (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
 
-	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
+		too_long(nx, olen == SIZE_MAX ? a : b);
 		return;
+	}
 	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
 		struct nx_treemove t = {
@@ -878,8 +1115,10 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		size_t len = entry_path(in, a, m->fname, m->flen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX) {
+			too_long(nx, a);
 			continue;
+		}
 		sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
@@ -896,8 +1135,10 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(in, b, m->tname, m->tlen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX) {
+			too_long(nx, b);
 			continue;
+		}
 		struct nx_watch *w = b->watch;
 		if (m->isdir)
 			bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
@@ -1190,6 +1431,8 @@ static int ino_process(struct notifyx *nx)
 	}
 	if (dry && !in->holding)
 		dry_point(nx);
+	if (dry)
+		check_mounts(nx);
 	errno = err;
 	return ret;
 }
@@ -1235,19 +1478,29 @@ static uint32_t ino_supported(const struct notifyx *nx)
 static int ino_open(struct notifyx *nx)
 {
 	struct ino *in = calloc(1, sizeof(*in));
+	struct epoll_event ev = { .events = EPOLLPRI };
 
 	if (!in)
 		return -1;
 	in->proc_fd = true;
 	in->timerfd = -1;
 	in->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	/* Without them a lazy unmount is seen only when the kernel reports it. */
+	in->mnt_wake = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	in->mnt_check = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	ev.data.fd = in->mnt_wake;
 	if (in->fd < 0 || (in->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
-	    nx_epoll_add(nx, in->fd) < 0 || nx_epoll_add(nx, in->timerfd) < 0) {
+	    nx_epoll_add(nx, in->fd) < 0 || nx_epoll_add(nx, in->timerfd) < 0 ||
+	    (in->mnt_wake >= 0 && epoll_ctl(nx->epfd, EPOLL_CTL_ADD, in->mnt_wake, &ev) < 0)) {
 		int err = errno;
 		if (in->fd >= 0)
 			close(in->fd);
 		if (in->timerfd >= 0)
 			close(in->timerfd);
+		if (in->mnt_wake >= 0)
+			close(in->mnt_wake);
+		if (in->mnt_check >= 0)
+			close(in->mnt_check);
 		free(in);
 		errno = err;
 		return -1;
@@ -1260,6 +1513,7 @@ static int ino_open(struct notifyx *nx)
 static void ino_close(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
+	struct nx_watch *w;
 	struct kwatch *kw;
 	size_t pos = 0;
 
@@ -1267,6 +1521,20 @@ static void ino_close(struct notifyx *nx)
 	 * forked child it only drops the child's reference). */
 	close(in->fd);
 	close(in->timerfd);
+	if (in->mnt_wake >= 0)
+		close(in->mnt_wake);
+	if (in->mnt_check >= 0)
+		close(in->mnt_check);
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct iwatch *iw = iw_of(w);
+		if (iw && iw->rootfd >= 0)
+			close(iw->rootfd);
+		if (iw)
+			free(iw->rootname);
+		free(iw);
+		w->bdata = NULL;
+	}
+	pos = 0;
 	while (nx_map_next(&in->kwatches, &pos, NULL, (void **)&kw)) {
 		for (struct nx_node *n = kw->subs; n; n = n->knext)
 			n->kref = NULL;
@@ -1283,27 +1551,70 @@ static void ino_close(struct notifyx *nx)
 	free(in);
 }
 
+static void free_iwatch(struct ino *in, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+
+	if (!iw)
+		return;
+	unguard(in, w);
+	if (iw->rootfd >= 0)
+		close(iw->rootfd);
+	free(iw->rootname);
+	free(iw);
+	w->bdata = NULL;
+}
+
 static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	struct ino *in = ino_of(nx);
+	struct iwatch *iw = calloc(1, sizeof(*iw));
+	struct stat st;
 	int err;
 
-	/* The core checked that these flags come with a directory. */
+	if (!iw)
+		return -1;
+	w->bdata = iw;
+	/* The root is reached through this descriptor from now on (held by
+	 * recursive watches; the others need it only to be set up). */
+	iw->rootfd = open(w->abspath, O_PATH | O_CLOEXEC |
+			  (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
+	if (iw->rootfd < 0 || fstat(iw->rootfd, &st) < 0)
+		goto fail;
+	iw->isdir = S_ISDIR(st.st_mode);
+	iw->dev = st.st_dev;
+	iw->ino = st.st_ino;
+	iw->mnt_id = nx_mount_id(iw->rootfd);
+	if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && iw->isdir && iw->mnt_id)
+		hold_mount_parent(in, iw);
 	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
 		in->path[2][0] = '\0';
-		if (walk(nx, w->root, -1, w->abspath, in->path[2], 0, 0,
-			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
-			return 0;
+		if (!iw->isdir) { /* the core checked, but it may have changed since */
+			errno = ENOTDIR;
+			goto fail;
+		}
+		if (walk(nx, w->root, -1, "", in->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+			 true) < 0 || w->ended)
+			goto fail;
+		if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && guard(nx, w, true) < 0)
+			goto fail;
 	} else {
 		uint32_t extra = (w->flags & NOTIFYX_WATCH_NOFOLLOW ? IN_DONT_FOLLOW : 0) |
 				 (w->flags & NOTIFYX_WATCH_ONLYDIR ? IN_ONLYDIR : 0);
-		if (attach(in, w->root, w->abspath, extra) == 0)
-			return 0;
+		if (attach(in, w->root, w->abspath, extra) < 0)
+			goto fail;
 	}
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE)) {
+		close(iw->rootfd);
+		iw->rootfd = -1;
+	}
+	return 0;
+fail:
 	/* Nothing of a failed watch stays behind. */
 	err = errno;
 	bury(nx, w->root);
 	w->root = NULL;
+	free_iwatch(in, w);
 	errno = err;
 	return -1;
 }
@@ -1312,6 +1623,7 @@ static void ino_rm_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	bury(nx, w->root);
 	w->root = NULL;
+	free_iwatch(ino_of(nx), w);
 }
 
 const struct nx_backend nx_backend_inotify = {
