@@ -613,13 +613,16 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	char kpath[32];
 	int fd, kwd;
 
-	if (!kw || !iw || iw->rootfd < 0) {
+	if (!kw || !iw || (iw->rootfd < 0 && n->parent)) {
 		errno = ESTALE;
 		return -1;
 	}
-	if (nx_node_path(n, in->path[3], PATH_MAX) == SIZE_MAX)
+	if (iw->rootfd < 0) /* a watch that holds nothing: its root by path */
+		fd = open(n->watch->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else if (nx_node_path(n, in->path[3], PATH_MAX) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
-	fd = open_below_root(iw, in->path[3], O_PATH | O_DIRECTORY);
+	else
+		fd = open_below_root(iw, in->path[3], O_PATH | O_DIRECTORY);
 	if (fd < 0 || !in->proc_fd)
 		return fd;
 	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
@@ -1064,6 +1067,31 @@ static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 	return a->watch == b->watch;
 }
 
+/*
+ * An exchange of entry name of directory node n with a place the watch does
+ * not see (an excluded name): a departure, then an arrival (API.md).  gone:
+ * the departing entry is a directory; came: the arriving one is.  seen:
+ * false when neither side is seen (nothing to report).
+ */
+static void exchange_hidden(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+			    bool gone, bool came, bool seen)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	size_t plen = entry_path(in, n, name, len, 0);
+
+	if (!seen || plen == SIZE_MAX)
+		return;
+	if (gone)
+		bury(nx, nx_node_find(&nx->paths, n, name, len));
+	nx_emit(nx, w, NOTIFYX_MOVED_OUT, gone ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
+		NULL, 0);
+	nx_emit(nx, w, NOTIFYX_MOVED_IN, came ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
+		NULL, 0);
+	if (came)
+		add_subdir(nx, n, name, len, w->flags & NOTIFYX_WATCH_LIST);
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -1078,6 +1106,16 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 		return;
 	}
 	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+	if (m->exchange && w->nexclude) {
+		bool old_out = nx_excluded(nx, w, in->path[1], in->path[1] + olen - m->flen);
+		bool new_out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
+		if (old_out || new_out) {
+			exchange_hidden(nx, new_out ? a : b, new_out ? m->fname : m->tname,
+					new_out ? m->flen : m->tlen, new_out ? m->isdir : m->to_isdir,
+					new_out ? m->to_isdir : m->isdir, !(old_out && new_out));
+			return;
+		}
+	}
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
 		struct nx_treemove t = {
 			.a = a, .b = b, .fname = m->fname, .flen = m->flen,
@@ -1173,12 +1211,83 @@ static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, s
 	return 0;
 }
 
+/* True when each watch that sees one half of a move sees the other: an
+ * exchange is reported as one event only then (see BUGS in notifyx(7)). */
+static bool within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
+{
+	struct ino *in = ino_of(nx);
+	size_t na = subscribers(nx, a, 0), nb = subscribers(nx, b, 1);
+
+	for (size_t i = 0; i < na + nb; i++) {
+		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
+		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
+		size_t nother = i < na ? nb : na, j;
+		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
+			;
+		if (j == nother)
+			return false;
+	}
+	return true;
+}
+
+/* Does some watch subscribed to kw exclude its entry name? */
+static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	struct ino *in = ino_of(nx);
+
+	for (struct nx_node *s = kw->subs; s; s = s->knext) {
+		size_t plen = s->watch->nexclude ? entry_path(in, s, name, len, 1) : SIZE_MAX;
+		if (plen != SIZE_MAX && nx_excluded(nx, s->watch, in->path[1], in->path[1] + plen - len))
+			return true;
+	}
+	return false;
+}
+
+/* Is there an entry name in the directory of kernel watch kw now? */
+static bool entry_exists(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	char buf[NAME_MAX + 1];
+	struct stat st;
+	bool ret;
+	int fd = -1;
+
+	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
+		if (!s->dead)
+			fd = open_node(nx, s);
+	if (fd < 0)
+		return false;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	ret = fstatat(fd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return ret;
+}
+
+/* Two non-directories that swapped names reach inotify as a rename onto an
+ * existing name and a rename back, reported as two RENAMEs (API.md).  Where
+ * a watch sees only one of the names, the two readings differ for it (the
+ * name it sees stays, or goes): there the state decides, an exchange when
+ * both names exist now. */
+static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
+	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
+
+	if (!a || !b || (within_watches(nx, a, b) && !hides(nx, a, from->name, from->name_len) &&
+			 !hides(nx, b, to->name, to->name_len)))
+		return false;
+	return entry_exists(nx, a, from->name, from->name_len) &&
+	       entry_exists(nx, b, to->name, to->name_len);
+}
+
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
  * pair; MOVE_SELF records of the moved entries may come between. */
-static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from,
+static size_t find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
 			    const struct inrec *to, bool *incomplete, bool *to_isdir,
 			    uint32_t *cookie)
 {
+	struct ino *in = ino_of(nx);
 	struct inrec r, t;
 
 	*incomplete = false;
@@ -1197,7 +1306,8 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 			return 0;
 		/* Entries of different types can only have been exchanged, and a
 		 * directory replaced by a rename would have ended its own watch. */
-		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR))
+		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR) &&
+		    !files_exchanged(nx, from, to))
 			return 0;
 		*to_isdir = r.mask & IN_ISDIR;
 		*cookie = r.cookie;
@@ -1207,25 +1317,6 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 	}
 	*incomplete = true;
 	return 0;
-}
-
-/* True when each watch that sees one half of a move sees the other: an
- * exchange is reported as one event only then (see BUGS in notifyx(7)). */
-static bool within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
-{
-	struct ino *in = ino_of(nx);
-	size_t na = subscribers(nx, a, 0), nb = subscribers(nx, b, 1);
-
-	for (size_t i = 0; i < na + nb; i++) {
-		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
-		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
-		size_t nother = i < na ? nb : na, j;
-		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
-			;
-		if (j == nother)
-			return false;
-	}
-	return true;
 }
 
 /* The record at the start of what waits needs a later one: false while
@@ -1272,7 +1363,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
 	m.tname = to.name;
 	m.tlen = to.name_len;
-	if (!find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
+	if (!find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
 		if (incomplete && !drained)
 			return false; /* read on: the reverse pair may follow */
 		consume(in, tpos);
@@ -1305,9 +1396,10 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
  * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
  * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
  * same name).  Applied in that order, the arrival would be undone; the
- * departure must come first.  It is surely an exchange only when the two
- * entries differ in type: a directory moved in and moved on looks like an
- * exchange of two directories, and is taken as what it most often is.
+ * departure must come first.  It is surely an exchange when the two entries
+ * differ in type; an entry moved in and moved on looks the same as an
+ * exchange of two of one type, and the state tells them apart: after an
+ * exchange the name is there (and when it went since, its DELETE follows).
  * Sets *fpos to the departure, or 0;
  * returns false when more of the stream must be read to tell.
  */
@@ -1321,7 +1413,9 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
 			continue;
 		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
-		    !memcmp(f->name, to->name, f->name_len) && ((f->mask ^ to->mask) & IN_ISDIR))
+		    !memcmp(f->name, to->name, f->name_len) &&
+		    (((f->mask ^ to->mask) & IN_ISDIR) ||
+		     entry_exists(nx, nx_map_get(&in->kwatches, (uint64_t)to->wd), to->name, to->name_len)))
 			*fpos = pos;
 		return true;
 	}
