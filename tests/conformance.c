@@ -5,6 +5,7 @@
  * This file: handles and descriptors, configuration, watches, exclude,
  * LIST, names, read, fork and exec.  conf-events.c: the event rules.
  * conf-process.c: threads, signal storms, killing a blocked reader.
+ * conf-edges.c: the edges of 0.2 (deep paths, moved roots, exchanges, ...).
  * Exit 77 when the backend cannot start here.
  */
 #ifdef HAVE_CONFIG_H
@@ -32,6 +33,7 @@
 
 int conf_events_run(void);
 int conf_process_run(void);
+int conf_edges_run(void);
 
 /* The header's version check is an integer constant expression. */
 #if !NOTIFYX_CHECK_VERSION(0, 0, 0)
@@ -1390,9 +1392,14 @@ int main(int argc, char **argv)
 	       notifyx_backend_name(notifyx_backend(nx)), tu_mask_str(notifyx_supported_events(nx)),
 	       (int)geteuid());
 	notifyx_close(nx);
+	/* CONFORMANCE_FILTER=pattern runs only the cases whose name matches
+	 * (cmocka's wildcards), to run one case by hand. */
+	if (getenv("CONFORMANCE_FILTER"))
+		cmocka_set_test_filter(getenv("CONFORMANCE_FILTER"));
 	failed = cmocka_run_group_tests_name(tu_fmt("conformance (%s)", name), tests, NULL, NULL);
 	failed += conf_events_run();
 	failed += conf_process_run();
+	failed += conf_edges_run();
 	tu_watches_restore();
 	return failed ? 1 : 0;
 }
