@@ -10,7 +10,7 @@
  * Recursive watches keep one kwatch per directory.  A directory that appears
  * is watched first and listed second, so nothing created inside it is missed;
  * CREATEs the kernel also reports for entries the listing found are dropped
- * (the "suppress" table, emptied once the kernel queue has been read dry).
+ * (the "suppress" table, kept for two generations of at least SUP_KEEP_NS).
  *
  * The two halves of a move are paired by cookie.  When a MOVED_FROM is the
  * last record read, the rest of the stream waits for its MOVED_TO for at most
@@ -78,6 +78,7 @@ struct ino {
 	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
 	bool holding;         /* the record at buf[0] is a MOVED_FROM waiting for its pair */
 	bool timer_armed;
+	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	uint64_t hold_until;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
@@ -85,8 +86,9 @@ struct ino {
 	struct nx_map kwatches; /* kernel wd -> struct kwatch */
 	/* Events already reported or caused by the library itself:
 	 * hash(kwatch or node, name, kind) -> count. */
-	struct nx_map suppress;
-	struct nx_node *graveyard; /* unlinked subtrees, freed after processing */
+	struct nx_map suppress[2]; /* [0]: this generation, [1]: the one before */
+	struct nx_node *graveyard[2]; /* unlinked subtrees, of these generations */
+	uint64_t generation_start;
 	struct nx_node **vec[2];   /* scratch lists of subscribers */
 	size_t vec_cap[2];
 	struct deferred *deferred;
@@ -272,21 +274,21 @@ static void bury(struct notifyx *nx, struct nx_node *n)
 		return;
 	nx_node_unlink(&nx->paths, n);
 	nx_node_foreach(n, bury_one, in);
-	n->next = in->graveyard;
-	in->graveyard = n;
+	n->next = in->graveyard[0];
+	in->graveyard[0] = n;
 }
 
-static void free_graveyard(struct notifyx *nx)
+static void free_graveyard(struct notifyx *nx, int i)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_node *n, *next;
 
-	for (n = in->graveyard; n; n = next) {
+	for (n = in->graveyard[i]; n; n = next) {
 		next = n->next;
 		n->next = NULL;
 		nx_node_free_tree(&nx->paths, n, NULL, NULL);
 	}
-	in->graveyard = NULL;
+	in->graveyard[i] = NULL;
 }
 
 static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
@@ -467,6 +469,16 @@ static void hold_mount_parent(struct ino *in, struct iwatch *iw)
 
 enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };
 
+/*
+ * How long a suppression entry lives at least.  A listing can see an entry
+ * before the kernel has queued its IN_CREATE (the creating process may be
+ * preempted between making the entry visible and queueing the event), so a
+ * kernel queue read dry does not mean that no duplicate can come: under a
+ * churn that runs flat out, emptying the table there reported some listed
+ * entries twice.  Entries live two generations, each of at least this.
+ */
+#define SUP_KEEP_NS (50 * 1000 * 1000)
+
 static uint64_t sup_key(const void *obj, const char *name, size_t len, int kind)
 {
 	return nx_hash(name, len, (uint64_t)(uintptr_t)obj * 31 + (uint64_t)kind);
@@ -476,24 +488,27 @@ static void sup_add(struct ino *in, const void *obj, const char *name, size_t le
 		    unsigned count)
 {
 	uint64_t key = sup_key(obj, name, len, kind);
-	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
+	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[0], key);
 
 	/* Failing to remember costs a duplicate event, never a lost one. */
-	nx_map_put(&in->suppress, key, (void *)(have + count));
+	nx_map_put(&in->suppress[0], key, (void *)(have + count));
 }
 
 static bool sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
 {
 	uint64_t key = sup_key(obj, name, len, kind);
-	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
 
-	if (!have)
-		return false;
-	if (have == 1)
-		nx_map_del(&in->suppress, key);
-	else
-		nx_map_put(&in->suppress, key, (void *)(have - 1));
-	return true;
+	for (int i = 0; i < 2; i++) {
+		uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[i], key);
+		if (!have)
+			continue;
+		if (have == 1)
+			nx_map_del(&in->suppress[i], key);
+		else
+			nx_map_put(&in->suppress[i], key, (void *)(have - 1));
+		return true;
+	}
+	return false;
 }
 
 /* The events a listing of directory name caused in kernel watch kw (with
@@ -701,6 +716,34 @@ static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
 	return true;
 }
 
+/* Directory name of node n is to be watched and listed once the kernel
+ * queue has been read dry. */
+static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen, bool report)
+{
+	struct ino *in = ino_of(nx);
+	struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
+
+	if (!d) {
+		size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
+		struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
+		if (!v) {
+			nx_lost(nx, n->watch);
+			return;
+		}
+		in->deferred = v;
+		in->deferred_cap = cap;
+		d = &in->deferred[in->ndeferred];
+	}
+	if (!(d->name = strndup(name, nlen))) {
+		nx_lost(nx, n->watch);
+		return;
+	}
+	d->node = n;
+	d->report = report;
+	d->tries = 0;
+	in->ndeferred++;
+}
+
 /*
  * Watches directory name (relative to pfd, the directory of n's parent, or
  * found by path when pfd is -1), which is node n, then lists it and does the
@@ -731,8 +774,18 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		bury(nx, n);
 		return 0;
 	}
-	if (attach_fd(nx, n, fd) < 0 && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
-					  attach_fd(nx, n, fd) < 0)) {
+	if (attach_fd(nx, n, fd) < 0 && errno == EEXIST && n->parent && !in->retrying) {
+		/* Known under another name: the events that moved it here are
+		 * not read yet (a listing here now would show the future of
+		 * what they do).  Once they are, the table has it here, or
+		 * the conflict is settled. */
+		close(fd);
+		defer(nx, n->parent, n->name, n->name_len, report);
+		bury(nx, n);
+		return 0;
+	}
+	if (!n->kref && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
+			 attach_fd(nx, n, fd) < 0)) {
 		err = errno;
 		close(fd);
 		if (err == EEXIST && n->parent) {
@@ -819,26 +872,7 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
-		if (!d) {
-			size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
-			struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
-			if (!v) {
-				nx_lost(nx, w);
-				return;
-			}
-			in->deferred = v;
-			in->deferred_cap = cap;
-			d = &in->deferred[in->ndeferred];
-		}
-		if (!(d->name = strndup(name, nlen))) {
-			nx_lost(nx, w);
-			return;
-		}
-		d->node = n;
-		d->report = report;
-		d->tries = 0;
-		in->ndeferred++;
+		defer(nx, n, name, nlen, report);
 		return;
 	}
 	len = entry_path(in, n, name, nlen, 2);
@@ -861,6 +895,7 @@ static void retry_deferred(struct notifyx *nx)
 
 	in->deferred = NULL; /* add_subdir defers again into a fresh list */
 	in->ndeferred = in->deferred_cap = 0;
+	in->retrying = true;
 	for (size_t i = 0; i < n; i++) {
 		struct nx_node *node = v[i].node;
 		size_t before = in->ndeferred;
@@ -869,8 +904,7 @@ static void retry_deferred(struct notifyx *nx)
 		if (in->ndeferred > before) {
 			struct deferred *d = &in->deferred[in->ndeferred - 1];
 			if ((d->tries = v[i].tries + 1) >= 3) {
-				/* Still unreachable with nothing left to read: the
-				 * watch root itself was moved (see BUGS). */
+				/* Still unreachable with nothing left to read. */
 				size_t len = entry_path(in, node, d->name, strlen(d->name), 0);
 				if (len != SIZE_MAX)
 					emit_error(nx, node->watch, in->path[0], ENOENT);
@@ -880,21 +914,30 @@ static void retry_deferred(struct notifyx *nx)
 		}
 		free(v[i].name);
 	}
+	in->retrying = false;
 	free(v);
 }
 
-/* The kernel queue was read dry: no duplicate of what the listings reported
- * can still come, directories that could not be reached are tried again,
- * and dead nodes can be freed once no suppression entry can name them. */
+/* The kernel queue was read dry: directories that could not be reached are
+ * tried again, and a generation of suppression entries ends if it is old
+ * enough (see SUP_KEEP_NS).  Nodes buried in a generation are freed with the
+ * next one, when no suppression entry can name them any more. */
 static void dry_point(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
+	uint64_t now;
 
-	nx_map_free(&in->suppress);
 	if (in->ndeferred)
 		retry_deferred(nx);
-	if (!in->suppress.len)
-		free_graveyard(nx);
+	if ((now = nx_now_ns()) - in->generation_start < SUP_KEEP_NS)
+		return;
+	in->generation_start = now;
+	nx_map_free(&in->suppress[1]);
+	in->suppress[1] = in->suppress[0];
+	memset(&in->suppress[0], 0, sizeof(in->suppress[0]));
+	free_graveyard(nx, 1);
+	in->graveyard[1] = in->graveyard[0];
+	in->graveyard[0] = NULL;
 }
 
 /* ---- dispatching kernel events ---- */
@@ -1635,8 +1678,10 @@ static void ino_close(struct notifyx *nx)
 		free(kw);
 	}
 	nx_map_free(&in->kwatches);
-	nx_map_free(&in->suppress);
-	free_graveyard(nx);
+	for (int i = 0; i < 2; i++) {
+		nx_map_free(&in->suppress[i]);
+		free_graveyard(nx, i);
+	}
 	for (size_t i = 0; i < in->ndeferred; i++)
 		free(in->deferred[i].name);
 	free(in->deferred);
