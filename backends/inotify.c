@@ -341,8 +341,9 @@ static bool check_root(struct notifyx *nx, struct nx_watch *w)
 	return true;
 }
 
-/* Watches the parent of w's held root for the root's deletion.  -1 with
- * errno when it cannot (then an ERROR says so unless at_add). */
+/* Watches the parent of w's held root for the root's deletion.  When it
+ * cannot, an ERROR says so; at_add, running out of kernel watches or memory
+ * fails instead (-1 with errno), as for any other directory of the tree. */
 static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 {
 	struct ino *in = ino_of(nx);
@@ -370,7 +371,7 @@ static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 	}
 	if (pfd >= 0)
 		close(pfd);
-	if (err && at_add) {
+	if (at_add && (err == ENOSPC || err == ENOMEM)) {
 		errno = err;
 		return -1;
 	}
