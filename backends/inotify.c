@@ -87,6 +87,7 @@ struct ino {
 	/* Events already reported or caused by the library itself:
 	 * hash(kwatch or node, name, kind) -> count. */
 	struct nx_map suppress[2]; /* [0]: this generation, [1]: the one before */
+	struct nx_map mounts;      /* node where a mount begins inside a tree -> its mount id */
 	struct nx_node *graveyard[2]; /* unlinked subtrees, of these generations */
 	uint64_t generation_start;
 	struct nx_node **vec[2];   /* scratch lists of subscribers */
@@ -260,7 +261,11 @@ static void detach(struct ino *in, struct nx_node *n)
 
 static void bury_one(void *ctx, struct nx_node *n)
 {
-	detach(ctx, n);
+	struct ino *in = ctx;
+
+	detach(in, n);
+	if (in->mounts.len)
+		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
 	n->dead = true;
 }
 
@@ -380,31 +385,6 @@ static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 	if (err)
 		emit_error(nx, w, "", err);
 	return 0;
-}
-
-/* A filesystem left the mount table (umount -l while busy gives no
- * IN_UNMOUNT: the kernel sends it when the filesystem is shut down, which a
- * descriptor held anywhere, the library's own included, puts off). */
-static void check_mounts(struct notifyx *nx)
-{
-	struct ino *in = ino_of(nx);
-	struct pollfd p = { .fd = in->mnt_check, .events = POLLPRI };
-	struct nx_map set = { 0 };
-	struct nx_watch *w;
-	size_t pos = 0;
-
-	if (in->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
-		return;
-	if (nx_mounts_read(in->mnt_check, &set)) {
-		while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
-			struct iwatch *iw = iw_of(w);
-			if (w->ended || !iw || !iw->mnt_id || nx_map_get(&set, iw->mnt_id + 1))
-				continue;
-			nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
-			nx_end_watch(nx, w);
-		}
-	}
-	nx_map_free(&set);
 }
 
 /* Opens rel below the root of w (see struct iwatch). */
@@ -717,6 +697,29 @@ static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
 	return true;
 }
 
+/* The mount directory node n was reached through. */
+static uint64_t node_mount(const struct ino *in, const struct nx_node *n)
+{
+	void *id;
+
+	for (; n->parent; n = n->parent)
+		if ((id = nx_map_get(&in->mounts, (uint64_t)(uintptr_t)n)))
+			return (uint64_t)(uintptr_t)id;
+	return iw_of(n->watch)->mnt_id;
+}
+
+/* Remembers where a mount begins inside a tree (n, open at fd), for
+ * check_mounts(). */
+static void note_mount(struct ino *in, struct nx_node *n, int fd)
+{
+	uint64_t id = nx_mount_id(fd);
+
+	if (id && id != node_mount(in, n->parent))
+		nx_map_put(&in->mounts, (uint64_t)(uintptr_t)n, (void *)(uintptr_t)id);
+	else if (in->mounts.len)
+		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
+}
+
 /* Directory name of node n is to be watched and listed once the kernel
  * queue has been read dry. */
 static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen, bool report)
@@ -795,6 +798,8 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		}
 		goto fail;
 	}
+	if (n->parent)
+		note_mount(in, n, fd);
 	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
 	err = errno;
 	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
@@ -966,6 +971,30 @@ static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 	return n;
 }
 
+/* The filesystem mounted at directory node n (not a root) went: the mount
+ * point is watched as it now is, and what vanished is not listed. */
+static void uncover(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	int rfd = open_node(nx, w->root), pfd;
+	size_t len;
+
+	while (n->child)
+		bury(nx, n->child);
+	detach(in, n);
+	nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
+	if (rfd < 0)
+		return; /* the root's own filesystem went: UNMOUNT follows */
+	close(rfd);
+	len = nx_node_path(n, in->path[2], PATH_MAX);
+	if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
+		walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
+		close(pfd);
+	}
+	nx_lost(nx, w);
+}
+
 static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 {
 	struct nx_watch *w = n->watch;
@@ -976,22 +1005,8 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 	if (n->parent) {
 		/* A directory inside a tree: its parent reports it by name.  An
 		 * unmounted filesystem below the root uncovers its mount point. */
-		if (mask & IN_UNMOUNT) {
-			struct ino *in = ino_of(nx);
-			int rfd = open_node(nx, w->root), pfd;
-			while (n->child)
-				bury(nx, n->child);
-			detach(in, n);
-			if (rfd < 0)
-				return; /* the root's own filesystem went: UNMOUNT follows */
-			close(rfd);
-			size_t len = nx_node_path(n, in->path[2], PATH_MAX);
-			if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
-				walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
-				close(pfd);
-			}
-			nx_lost(nx, w);
-		}
+		if (mask & IN_UNMOUNT)
+			uncover(nx, n);
 		return;
 	}
 	if (mask & IN_UNMOUNT) {
@@ -1007,6 +1022,54 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 	} else if (nx_inotify_event(mask)) {
 		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
 	}
+}
+
+/* A filesystem left the mount table (umount -l while busy gives no
+ * IN_UNMOUNT: the kernel sends it when the filesystem is shut down, which a
+ * descriptor held anywhere, the library's own included, puts off): a root
+ * on it ends with UNMOUNT, a mount inside a tree is uncovered. */
+static void check_mounts(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct pollfd p = { .fd = in->mnt_check, .events = POLLPRI };
+	struct nx_map set = { 0 };
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	if (in->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
+		return;
+	if (!nx_mounts_read(in->mnt_check, &set)) {
+		nx_map_free(&set);
+		return;
+	}
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct iwatch *iw = iw_of(w);
+		if (w->ended || !iw || !iw->mnt_id || nx_map_get(&set, iw->mnt_id + 1))
+			continue;
+		nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	}
+	/* Mounts inside trees: collected first, as uncovering changes the map. */
+	struct nx_node **gone = NULL, *n;
+	size_t ngone = 0, cap = 0;
+	uint64_t key;
+	void *id;
+	for (pos = 0; nx_map_next(&in->mounts, &pos, &key, &id);) {
+		if (nx_map_get(&set, (uint64_t)(uintptr_t)id + 1))
+			continue;
+		if (ngone == cap) {
+			struct nx_node **v = realloc(gone, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+			if (!v)
+				break; /* seen at the next change of the mount table */
+			gone = v;
+		}
+		gone[ngone++] = (struct nx_node *)(uintptr_t)key;
+	}
+	nx_map_free(&set);
+	for (size_t i = 0; i < ngone; i++)
+		if (!(n = gone[i])->dead && !n->watch->ended)
+			uncover(nx, n);
+	free(gone);
 }
 
 static void child_event(struct notifyx *nx, struct nx_node *n, const struct inrec *r)
@@ -1679,6 +1742,7 @@ static void ino_close(struct notifyx *nx)
 		free(kw);
 	}
 	nx_map_free(&in->kwatches);
+	nx_map_free(&in->mounts);
 	for (int i = 0; i < 2; i++) {
 		nx_map_free(&in->suppress[i]);
 		free_graveyard(nx, i);
