@@ -3,8 +3,9 @@
  * mirror: keep a copy of a directory tree's shape, following the pattern of
  * notifyx(7), "Mirroring a tree", to the letter.
  *
- *   mirror [-q|-v] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] [-w QUIET_MS] SRC DST
+ *   mirror [-q|-v] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] [-w QUIET_MS] [-e PATTERN]... SRC DST
  *
+ * -e PATTERN: notifyx_exclude(PATTERN) (the copy leaves out what it hides).
  * DST must be an empty or nonexistent directory outside SRC.  The copy holds
  * an empty directory for every directory of SRC and an empty regular file
  * for every other entry (files, symbolic links, devices...): contents are not
@@ -476,7 +477,7 @@ static void summary(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mirror [-q|-v] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] "
-		"[-w QUIET_MS] SRC DST\n");
+		"[-w QUIET_MS] [-e PATTERN]... SRC DST\n");
 	exit(2);
 }
 
@@ -529,10 +530,16 @@ int main(int argc, char **argv)
 {
 	struct notifyx_config cfg = { .size = sizeof cfg };
 	struct sigaction sa;
-	int quiet_ms = -1, opt;
+	int quiet_ms = -1, opt, nexcl = 0;
+	const char *excl[8];
 
-	while ((opt = getopt(argc, argv, "b:i:qQ:vw:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:e:i:qQ:vw:")) != -1) {
 		switch (opt) {
+		case 'e':
+			if (nexcl == 8)
+				usage();
+			excl[nexcl++] = optarg;
+			break;
 		case 'b': {
 			uint32_t b;
 
@@ -585,6 +592,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mirror: notifyx_open: %s\n", strerror(err));
 		return backend_unavailable(err) || err == EMFILE ? 3 : 1;
 	}
+	for (int i = 0; i < nexcl; i++)
+		if (notifyx_exclude(nx, excl[i]) < 0)
+			fatal("notifyx_exclude");
 	/* Quiescent: nothing readable for longer than a held move (10 ms), or
 	 * than a scan interval on the scanning backends. */
 	if (quiet_ms < 0) {

@@ -3,20 +3,30 @@
  * churn: change a directory tree at random, reproducibly (a seeded PRNG of
  * its own), for the mirror tests.
  *
- *   churn [-v] [-x] [-s SEED] [-n OPS] [-k EVERY] [-p USEC] TREE OUTSIDE
+ *   churn [-v] [-x] [-D] [-U] [-s SEED] [-n OPS] [-k EVERY] [-p USEC] TREE OUTSIDE
  *
  * Operations: create files; make chains of new directories (mkdir -p) with
  * files created in them at once; rename files and directories inside TREE,
  * into deeper and shallower places; rename files onto existing files and
  * directories onto empty directories; move entries (directories mostly) out
  * to OUTSIDE, a directory beside TREE, and back in; delete files and whole
- * subtrees (nftw, as rm -rf); create symbolic links (dangling, to files, to
+ * subtrees (as rm -rf, through descriptors); create symbolic links (dangling, to files, to
  * directories).  -x adds exchanges (renameat2 RENAME_EXCHANGE) where at least
  * one side is a directory (the exchanges inotify and fanotify can report).
  *
  * Rate: after every EVERY operations (default 10) it sleeps USEC microseconds
  * (default 1000), so that a watcher that keeps reading is not overrun (the
  * inotify queue holds 16384 events); -p 0 runs flat out.
+ *
+ * -D adds deep chains: directories with names of 200 characters, made,
+ * entered and changed only through descriptors (openat, mkdirat), up to
+ * DEEP_REL_MAX characters below TREE, so that with TREE itself deep enough
+ * their absolute paths outgrow PATH_MAX while their paths relative to TREE
+ * fit; the other operations never enter them.  -U adds exchanges with
+ * places a watch of TREE does not see: with a name NAME.tmp beside the entry
+ * (made for it, a file or a directory; a watcher excludes "*.tmp") and with
+ * an entry of OUTSIDE.  The other operations never pick a name ending in
+ * ".tmp".  -D and -U leave the sequence of a seed without them unchanged.
  *
  * -O create,exchange,... runs only the operations named (see ops[] below).
  * -v prints every operation on stdout, in a form that reads as shell commands,
@@ -27,7 +37,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -41,7 +50,13 @@
 static const char *tree, *outside;
 static unsigned long seed = 1;
 static unsigned serial;
-static int verbose, exchanges;
+static int verbose, exchanges, deep, unseen;
+
+/* Deep chains: names of LONG characters (above SHORT_MAX: the other
+ * operations never enter them), at most DEEP_REL_MAX characters below TREE. */
+#define LONG 200
+#define SHORT_MAX 100
+#define DEEP_REL_MAX 3000
 
 /* ---- random numbers: splitmix64, the same sequence everywhere ------------ */
 
@@ -113,20 +128,34 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
 
-/* The entries of base/rel; returns how many (0 when it cannot be read). */
-static size_t list(const char *base, const char *rel, struct entry **out)
+/* Is name one the ordinary operations leave alone (-D, -U)? */
+static int hidden(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (deep && n > SHORT_MAX) || (unseen && n >= 4 && !strcmp(name + n - 4, ".tmp"));
+}
+
+/* The entries of the directory open at dfd (closed here), sorted; longs: only
+ * the long-named ones (-D chains), else all but the hidden ones.  Returns
+ * how many (0 when it cannot be read). */
+static size_t list_at(int dfd, int longs, struct entry **out)
 {
 	static struct entry *ents;
 	static size_t cap;
-	char path[PATH_MAX];
 	struct dirent *de;
 	size_t n = 0;
-	DIR *d = opendir(full(path, base, rel));
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 
-	if (!d)
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
 		return 0;
+	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (longs ? strlen(de->d_name) <= SHORT_MAX : hidden(de->d_name))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 64;
@@ -139,9 +168,8 @@ static size_t list(const char *base, const char *rel, struct entry **out)
 		snprintf(ents[n].name, sizeof ents[n].name, "%s", de->d_name);
 		if (de->d_type == DT_UNKNOWN) {
 			struct stat st;
-			char p[PATH_MAX];
 
-			ents[n].isdir = lstat(join(p, path, de->d_name), &st) == 0 &&
+			ents[n].isdir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 					S_ISDIR(st.st_mode);
 		} else {
 			ents[n].isdir = de->d_type == DT_DIR;
@@ -154,6 +182,14 @@ static size_t list(const char *base, const char *rel, struct entry **out)
 		qsort(ents, n, sizeof *ents, by_name);
 	*out = ents;
 	return n;
+}
+
+/* The entries of base/rel; returns how many (0 when it cannot be read). */
+static size_t list(const char *base, const char *rel, struct entry **out)
+{
+	char path[PATH_MAX];
+
+	return list_at(open(full(path, base, rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0, out);
 }
 
 enum kind { NONDIR, DIRECTORY, ANY };
@@ -368,14 +404,34 @@ static int op_exchange(void)
 			       RENAME_EXCHANGE), "exchange", pa);
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/* rm -rf of name below dfd, through descriptors: -D chains are too deep for
+ * paths. */
+static int rm_at(int dfd, const char *name)
 {
-	return type == FTW_DP ? rmdir(path) : unlink(path);
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rm_at(dirfd(d), de->d_name);
+	closedir(d);
+	return unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 static int rm_rf(const char *path)
 {
-	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+	return rm_at(AT_FDCWD, path);
 }
 
 /* out of the tree to OUTSIDE, a directory mostly */
@@ -440,6 +496,165 @@ static int op_symlink(void)
 	return check(symlink(t, p), "symlink", p);
 }
 
+/* ---- -D: deep chains, through descriptors ------------------------------- */
+
+/* A new long name: unique, padded with 'x' to LONG characters. */
+static char *long_name(char *buf)
+{
+	char name[NAME_MAX];
+
+	snprintf(buf, NAME_MAX + 1, "%-*s", LONG, new_name(name, 'L'));
+	for (char *p = buf; *p; p++)
+		if (*p == ' ')
+			*p = 'x';
+	return buf;
+}
+
+static void touch_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (check(fd, "create (deep)", name))
+		close(fd);
+}
+
+/*
+ * From a random directory of TREE (the root half of the time, so that
+ * chains grow deep), down its long-named subdirectories at random, then:
+ * make 1 to 3 new long-named levels with files at the bottom, or create a
+ * file, or delete one.
+ */
+static int op_deep(void)
+{
+	char d[PATH_MAX] = "", p[PATH_MAX], name[NAME_MAX + 1];
+	size_t rel_len;
+	struct entry *e;
+	int fd, c;
+	unsigned k, i;
+
+	if (rnd(2))
+		pick_dir(d, NULL);
+	fd = open(full(p, tree, d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!check(fd, "open", p))
+		return 0;
+	rel_len = strlen(d);
+	while (rnd(8)) {
+		size_t n = list_at(dup(fd), 1, &e);
+
+		if (!n)
+			break;
+		i = rnd((unsigned)n);
+		if ((c = openat(fd, e[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			break;
+		close(fd);
+		fd = c;
+		rel_len += 1 + strlen(e[i].name);
+	}
+	k = rnd(4);
+	if (k < 2 && rel_len + 2 * (LONG + 1) + NAME_MAX < DEEP_REL_MAX) {
+		for (i = 1 + rnd(3); i > 0 && rel_len + LONG + 1 + NAME_MAX < DEEP_REL_MAX; i--) {
+			long_name(name);
+			say("# deep: mkdir %s/...(%zu characters)/%.12s...", d, rel_len, name);
+			if (!check(mkdirat(fd, name, 0755), "mkdir (deep)", name) ||
+			    (c = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+				break;
+			close(fd);
+			fd = c;
+			rel_len += 1 + LONG;
+		}
+		for (i = rnd(3); i > 0; i--)
+			touch_at(fd, new_name(name, 'f'));
+	} else {
+		size_t n = list_at(dup(fd), 0, &e), files = 0;
+
+		for (i = 0; i < n; i++)
+			files += !e[i].isdir;
+		if (k == 2 || !files) {
+			say("# deep: touch %s/...(%zu characters)/f", d, rel_len);
+			touch_at(fd, new_name(name, 'f'));
+		} else {
+			for (i = 0, k = rnd((unsigned)files); e[i].isdir || k--; i++)
+				;
+			say("# deep: rm %s/...(%zu characters)/%s", d, rel_len, e[i].name);
+			check(unlinkat(fd, e[i].name, 0), "unlink (deep)", e[i].name);
+		}
+	}
+	close(fd);
+	return 1;
+}
+
+/* ---- -U: exchanges with places a watch does not see ---------------------- */
+
+/* A new file, or a directory with a file and a directory in it, at path. */
+static int make_unseen(const char *path)
+{
+	char p[PATH_MAX], name[NAME_MAX];
+	int fd;
+
+	if (rnd(2)) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+		return fd >= 0;
+	}
+	if (mkdir(path, 0755) < 0)
+		return 0;
+	fd = open(join(p, path, new_name(name, 'f')), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	return mkdir(join(p, path, new_name(name, 'd')), 0755) == 0;
+}
+
+static int exchange(const char *a, const char *b)
+{
+	say("exchange %s %s", a, b);
+	return check(renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE), "exchange", a);
+}
+
+/* An entry of TREE exchanged with NAME.tmp made beside it (which a watcher
+ * excludes); NAME.tmp, now the old entry, stays or goes. */
+static int op_exchange_excluded(void)
+{
+	char a[PATH_MAX], pa[PATH_MAX], pt[PATH_MAX];
+
+	if (!pick(ANY, a, NULL))
+		return 0;
+	full(pa, tree, a);
+	if (snprintf(pt, sizeof pt, "%s.tmp", pa) >= (int)sizeof pt)
+		return 0;
+	rm_rf(pt);
+	say("# made %s", pt);
+	if (!check(make_unseen(pt) - 1, "make", pt) || !exchange(pt, pa))
+		return 0;
+	if (rnd(2)) {
+		say("rm -rf %s", pt);
+		check(rm_rf(pt), "rm -rf", pt);
+	}
+	return 1;
+}
+
+/* An entry of TREE exchanged with one of OUTSIDE (there already, or made). */
+static int op_exchange_outside(void)
+{
+	char a[PATH_MAX], pa[PATH_MAX], po[PATH_MAX], name[NAME_MAX];
+	struct entry *e;
+	size_t n;
+
+	if (!pick(ANY, a, NULL))
+		return 0;
+	full(pa, tree, a);
+	n = list(outside, "", &e);
+	if (n && rnd(2)) {
+		join(po, outside, e[rnd((unsigned)n)].name);
+	} else {
+		join(po, outside, new_name(name, 'o'));
+		say("# made %s", po);
+		if (!check(make_unseen(po) - 1, "make", po))
+			return 0;
+	}
+	return exchange(po, pa);
+}
+
 static struct {
 	const char *name;
 	int (*run)(void);
@@ -457,6 +672,11 @@ static struct {
 	{ "delete-file",   op_delete_file,    10 },
 	{ "delete-tree",   op_delete_tree,     1 },
 	{ "symlink",       op_symlink,         5 },
+	/* Last, and weighing nothing without their option: a seed without
+	 * them keeps its sequence. */
+	{ "deep",          op_deep,            0 }, /* -D: 10 */
+	{ "exchange-excluded", op_exchange_excluded, 0 }, /* -U: 3 */
+	{ "exchange-outside", op_exchange_outside, 0 },  /* -U: 3 */
 };
 #define NOPS (sizeof ops / sizeof ops[0])
 
@@ -473,7 +693,7 @@ static void trim_outside(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: churn [-v] [-x] [-s SEED] [-n OPS] [-k EVERY] [-p USEC] "
+	fprintf(stderr, "usage: churn [-v] [-x] [-D] [-U] [-s SEED] [-n OPS] [-k EVERY] [-p USEC] "
 		"[-O OP,...] TREE OUTSIDE\n");
 	exit(2);
 }
@@ -498,8 +718,10 @@ int main(int argc, char **argv)
 	struct stat st;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "k:n:O:p:s:vx")) != -1) {
+	while ((opt = getopt(argc, argv, "DUk:n:O:p:s:vx")) != -1) {
 		switch (opt) {
+		case 'D': deep = 1; break;
+		case 'U': unseen = 1; break;
 		case 'O': only = optarg; break;
 		case 'k': every = number(optarg); break;
 		case 'n': nops = number(optarg); break;
@@ -521,6 +743,10 @@ int main(int argc, char **argv)
 	}
 	rng_state = seed;
 	for (k = 0; k < NOPS; k++) {
+		if (deep && ops[k].run == op_deep)
+			ops[k].weight = 10;
+		if (unseen && (ops[k].run == op_exchange_excluded || ops[k].run == op_exchange_outside))
+			ops[k].weight = 3;
 		if (only) {
 			/* -O: only the operations listed keep their weight */
 			size_t n = strlen(ops[k].name);

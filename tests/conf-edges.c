@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,7 +340,7 @@ static void deep_chain(struct tu_fix *f, const char *base)
 	root = join(base, p);
 	free(p);
 	fd = down(open_dir(base), "deep", 1);
-	close(chain_at(fd, 'A', 12, 1) /* no "f" checks at this level: outside the root */);
+	close(chain_at(fd, 'A', 12, 1)); /* the root is the 12th level: its "f" is listed */
 	assert_true(strlen(root) < PATH_MAX - 2 * LONG);
 	close(chain_at(open_dir(root), 'a', 6, 1));
 
@@ -740,9 +741,43 @@ static void self_isdir(struct tu_fix *f, const char *base)
 }
 ON_BOTH(self_isdir)
 
+/* A watched file renamed into another directory and its name made again at
+ * once (how editors save): MOVE_SELF, not ISDIR; the watch follows the
+ * moved file, not the new one at the old name. */
+static void self_file_moved(struct tu_fix *f, const char *base)
+{
+	const char *file = tu_path(base, "file"), *moved = tu_path(base, "d/file.old");
+	int wd;
+	size_t from;
+
+	tu_require_events(f->nx, SELF | NOTIFYX_MODIFY);
+	tu_mkdir(tu_path(base, "d"));
+	tu_write(file, "one");
+	wd = tu_add(&f->log, file, SELF | NOTIFYX_MODIFY, 0);
+	tu_rename(file, moved);
+	tu_write(file, "new file at the old name");
+	WAIT(&f->log, wd, NOTIFYX_MOVE_SELF, "");
+	tu_settle(&f->log);
+	ONCE(&f->log, wd, NOTIFYX_MOVE_SELF, "", NOTIFYX_EVENT_ISDIR, 0);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	tu_write(file, "the new file again, longer");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_MODIFY, NULL);
+	from = f->log.n;
+	tu_write(moved, "the watched file, written after its move");
+	WAIT_FROM(&f->log, from, wd, NOTIFYX_MODIFY, "");
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_DELETE_SELF, NULL);
+	TU_NONE(&f->log, wd, NOTIFYX_IGNORED, NULL);
+	TU_STREQ("notifyx_watch_path after MOVE_SELF", file, notifyx_watch_path(f->nx, wd));
+}
+ON_BOTH(self_file_moved)
+
 /* ---- a small mirror (API.md "Mirroring a tree") ------------------------------ */
 
-struct mirror {
+/* A list of entries (path, directory or not): the tree on disk, or the
+ * mirror flattened, to compare. */
+struct mlist {
 	struct ment {
 		char *path;
 		int isdir;
@@ -750,124 +785,236 @@ struct mirror {
 	size_t n, cap;
 };
 
-static int below_or_at(const char *p, const char *top)
+static void l_free(struct mlist *l)
 {
-	size_t l = strlen(top);
+	size_t i;
 
-	return !strncmp(p, top, l) && (!p[l] || p[l] == '/');
+	for (i = 0; i < l->n; i++)
+		free(l->e[i].path);
+	free(l->e);
+	memset(l, 0, sizeof *l);
+}
+
+static void l_put(struct mlist *l, const char *path, int isdir)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->e = realloc(l->e, l->cap * sizeof *l->e);
+		assert_non_null(l->e);
+	}
+	l->e[l->n].path = strdup(path);
+	assert_non_null(l->e[l->n].path);
+	l->e[l->n++].isdir = isdir;
+}
+
+/* The mirror: a tree of names, so that moving a directory is cheap. */
+struct mnode {
+	char *name;
+	int isdir;
+	struct mnode *parent, **kids;
+	size_t nk, kcap;
+};
+
+struct mirror {
+	struct mnode root;
+	size_t anomalies; /* events that could not be applied (a parent missing) */
+};
+
+static void n_free(struct mnode *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nk; i++)
+		n_free(n->kids[i]);
+	free(n->kids);
+	free(n->name);
+	free(n);
 }
 
 static void m_free(struct mirror *m)
 {
 	size_t i;
 
-	for (i = 0; i < m->n; i++)
-		free(m->e[i].path);
-	free(m->e);
-	memset(m, 0, sizeof *m);
+	for (i = 0; i < m->root.nk; i++)
+		n_free(m->root.kids[i]);
+	free(m->root.kids);
+	memset(&m->root, 0, sizeof m->root);
 }
 
-static void m_put(struct mirror *m, const char *path, int isdir)
-{
-	if (m->n == m->cap) {
-		m->cap = m->cap ? 2 * m->cap : 64;
-		m->e = realloc(m->e, m->cap * sizeof *m->e);
-		assert_non_null(m->e);
-	}
-	m->e[m->n].path = strdup(path);
-	assert_non_null(m->e[m->n].path);
-	m->e[m->n++].isdir = isdir;
-}
-
-static struct ment *m_find(struct mirror *m, const char *path)
+static struct mnode *n_kid(const struct mnode *n, const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < m->n; i++)
-		if (!strcmp(m->e[i].path, path))
-			return &m->e[i];
+	for (i = 0; i < n->nk; i++)
+		if (!strncmp(n->kids[i]->name, name, len) && !n->kids[i]->name[len])
+			return n->kids[i];
 	return NULL;
 }
 
-/* Remove path and all below it (only below it when keep). */
-static void m_remove(struct mirror *m, const char *path, int keep)
+static void n_attach(struct mnode *parent, struct mnode *n)
 {
-	size_t i = 0;
-
-	while (i < m->n) {
-		if (below_or_at(m->e[i].path, path) && !(keep && !strcmp(m->e[i].path, path))) {
-			free(m->e[i].path);
-			m->e[i] = m->e[--m->n];
-		} else {
-			i++;
-		}
+	if (parent->nk == parent->kcap) {
+		parent->kcap = parent->kcap ? 2 * parent->kcap : 8;
+		parent->kids = realloc(parent->kids, parent->kcap * sizeof *parent->kids);
+		assert_non_null(parent->kids);
 	}
+	parent->kids[parent->nk++] = n;
+	n->parent = parent;
 }
 
-/* Entries at or below from get the prefix to instead (when swap, also the
- * other way round, decided on the old names). */
-static void m_move(struct mirror *m, const char *from, const char *to, int swap)
+static void n_detach(struct mnode *n)
 {
+	struct mnode *p = n->parent;
 	size_t i;
 
-	for (i = 0; i < m->n; i++) {
-		const char *a = NULL, *b = NULL;
-		char *p;
+	for (i = 0; i < p->nk; i++)
+		if (p->kids[i] == n) {
+			p->kids[i] = p->kids[--p->nk];
+			break;
+		}
+	n->parent = NULL;
+}
 
-		if (below_or_at(m->e[i].path, from))
-			a = from, b = to;
-		else if (swap && below_or_at(m->e[i].path, to))
-			a = to, b = from;
-		if (!a)
-			continue;
-		if (asprintf(&p, "%s%s", b, m->e[i].path + strlen(a)) < 0)
-			fail_msg("out of memory");
-		free(m->e[i].path);
-		m->e[i].path = p;
+/* The node at path ("" is the root), or NULL; with parent_only, the node of
+ * its directory, *last set to its name. */
+static struct mnode *m_walk(struct mirror *m, const char *path, int parent_only, const char **last)
+{
+	struct mnode *n = &m->root;
+
+	while (n && *path) {
+		size_t len = strcspn(path, "/");
+
+		if (parent_only && !path[len]) {
+			*last = path;
+			return n;
+		}
+		n = n_kid(n, path, len);
+		path += len + !!path[len];
 	}
+	return n;
+}
+
+static struct mnode *m_find(struct mirror *m, const char *path)
+{
+	return m_walk(m, path, 0, NULL);
+}
+
+static void m_remove(struct mirror *m, const char *path)
+{
+	struct mnode *n = m_find(m, path);
+
+	if (!n)
+		return;
+	if (n == &m->root) {
+		m_free(m);
+		return;
+	}
+	n_detach(n);
+	n_free(n);
+}
+
+/* path exists now as a directory or not; what it held stays if its type did. */
+static void m_add(struct mirror *m, const char *path, int isdir)
+{
+	const char *name;
+	struct mnode *p = m_walk(m, path, 1, &name), *n;
+
+	if (!p || !*path) {
+		m->anomalies++;
+		return;
+	}
+	n = n_kid(p, name, strlen(name));
+	if (n && n->isdir == isdir)
+		return;
+	if (n) {
+		n_detach(n);
+		n_free(n);
+	}
+	n = calloc(1, sizeof *n);
+	assert_non_null(n);
+	n->name = strdup(name);
+	assert_non_null(n->name);
+	n->isdir = isdir;
+	n_attach(p, n);
+}
+
+/* Move the node n to path (whose directory must be known). */
+static void m_put_at(struct mirror *m, struct mnode *n, const char *path)
+{
+	const char *name;
+	struct mnode *p = m_walk(m, path, 1, &name);
+
+	if (!p) {
+		m->anomalies++;
+		n_free(n);
+		return;
+	}
+	free(n->name);
+	n->name = strdup(name);
+	assert_non_null(n->name);
+	n_attach(p, n);
 }
 
 /* Apply one event as API.md "Mirroring a tree" says. */
 static void m_apply(struct mirror *m, const struct tu_ev *ev)
 {
 	int isdir = !!(ev->flags & NOTIFYX_EVENT_ISDIR);
-	struct ment *e;
+	struct mnode *a, *b;
 
 	switch (ev->mask) {
 	case NOTIFYX_CREATE:
 	case NOTIFYX_MOVED_IN:
-		e = m_find(m, ev->path);
-		if (e && e->isdir == isdir)
-			break;
-		m_remove(m, ev->path, 0);
-		m_put(m, ev->path, isdir);
+		m_add(m, ev->path, isdir);
 		break;
 	case NOTIFYX_DELETE:
 	case NOTIFYX_MOVED_OUT:
-		m_remove(m, ev->path, 0);
+		m_remove(m, ev->path);
 		break;
 	case NOTIFYX_RENAME:
+		a = m_find(m, ev->old_path);
 		if (ev->flags & NOTIFYX_EVENT_EXCHANGE) {
-			m_move(m, ev->old_path, ev->path, 1);
-		} else if (m_find(m, ev->old_path)) {
-			m_remove(m, ev->path, 0);
-			m_move(m, ev->old_path, ev->path, 0);
+			b = m_find(m, ev->path);
+			if (!a || !b) {
+				m->anomalies++;
+				break;
+			}
+			n_detach(a);
+			n_detach(b);
+			m_put_at(m, a, ev->path);
+			m_put_at(m, b, ev->old_path);
+		} else if (a) {
+			n_detach(a);
+			m_remove(m, ev->path);
+			m_put_at(m, a, ev->path);
 		} else {
-			m_remove(m, ev->path, 0);
-			m_put(m, ev->path, isdir);
+			m_add(m, ev->path, isdir);
 		}
 		break;
 	case NOTIFYX_DELETE_SELF:
-		m_remove(m, "", 0);
+		m_free(m);
 		break;
 	default:
 		break;
 	}
 }
 
+/* The mirror below n as a list of paths below rel. */
+static void m_flatten(const struct mnode *n, const char *rel, struct mlist *out)
+{
+	size_t i;
+
+	for (i = 0; i < n->nk; i++) {
+		char *p = join(rel, n->kids[i]->name);
+
+		l_put(out, p, n->kids[i]->isdir);
+		m_flatten(n->kids[i], p, out);
+		free(p);
+	}
+}
+
 /* The tree below dfd (closed here), names matching skip left out and not
  * entered, into m with paths below rel. */
-static void m_scan(struct mirror *m, int dfd, const char *rel, const char *skip)
+static void m_scan(struct mlist *m, int dfd, const char *rel, const char *skip)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -883,7 +1030,7 @@ static void m_scan(struct mirror *m, int dfd, const char *rel, const char *skip)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			fail_msg("fstatat %s: %s", de->d_name, strerror(errno));
 		p = join(rel, de->d_name);
-		m_put(m, p, S_ISDIR(st.st_mode));
+		l_put(m, p, S_ISDIR(st.st_mode));
 		if (S_ISDIR(st.st_mode))
 			m_scan(m, down(dup(dirfd(d)), de->d_name, 0), p, skip);
 		free(p);
@@ -901,12 +1048,20 @@ static int by_path(const void *a, const void *b)
 static void mirror_equals(const struct tu_log *log, int wd, const char *root, const char *skip,
 			  const char *what)
 {
-	struct mirror m = { 0 }, disk = { 0 };
+	struct mirror mt = { 0 };
+	struct mlist m = { 0 }, disk = { 0 };
 	size_t i, j, bad = 0;
 
 	for (i = 0; i < log->n; i++)
 		if (log->ev[i].wd == wd)
-			m_apply(&m, &log->ev[i]);
+			m_apply(&mt, &log->ev[i]);
+	if (mt.anomalies) {
+		dump(log, "actual");
+		fail_msg("%s: %zu events of wd %d could not be applied (their directory was not in "
+			 "the mirror, or an exchange's side was missing)", what, mt.anomalies, wd);
+	}
+	m_flatten(&mt.root, "", &m);
+	m_free(&mt);
 	m_scan(&disk, open_dir(root), "", skip);
 	qsort(m.e, m.n, sizeof *m.e, by_path);
 	qsort(disk.e, disk.n, sizeof *disk.e, by_path);
@@ -929,8 +1084,8 @@ static void mirror_equals(const struct tu_log *log, int wd, const char *root, co
 			i++, j++;
 		}
 	}
-	m_free(&m);
-	m_free(&disk);
+	l_free(&m);
+	l_free(&disk);
 	if (bad) {
 		dump(log, "actual");
 		fail_msg("%s: the mirror of wd %d differs from the tree in %zu entries", what, wd, bad);
@@ -1013,7 +1168,7 @@ static void exchange_unseen(struct tu_fix *f, const char *base, enum unseen how)
 
 			if (e->wd != wd)
 				continue;
-			if (strstr(e->path, ".tmp") || !below_or_at(e->path, "site")) {
+			if (strncmp(e->path, "site", 4) || (e->path[4] && e->path[4] != '/')) {
 				dump(&f->log, "actual");
 				fail_msg("event #%zu of wd %d about an entry the exchange did not touch", i, wd);
 			}
@@ -1100,6 +1255,340 @@ static void exchange_outside_dir_file(struct tu_fix *f, const char *base)
 }
 ON_BOTH(exchange_outside_dir_file)
 
+/* ---- exchanges inside one watch --------------------------------------------- */
+
+/* Two directories (with contents) exchanged inside one recursive watch, with
+ * and without LIST: one RENAME with EXCHANGE and ISDIR; both stay watched
+ * under their new names; the LIST watch's mirror equals the tree. */
+static void exchange_two_dirs(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list, plain, k;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(w, "x"));
+	make_entry(tu_path(w, "x/a"), 1, "in");
+	make_entry(tu_path(w, "b"), 1, "other");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	plain = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	rename_exchange(tu_path(w, "x/a"), tu_path(w, "b"));
+	WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, NULL);
+	WAIT_FROM(&f->log, from, list, NOTIFYX_RENAME, NULL);
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? plain : list;
+		size_t i = ONCE(&f->log, wd, NOTIFYX_RENAME, NULL,
+				NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR,
+				NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR);
+		const struct tu_ev *e = &f->log.ev[i];
+
+		if (!(!strcmp(e->path, "b") && !strcmp(e->old_path, "x/a")) &&
+		    !(!strcmp(e->path, "x/a") && !strcmp(e->old_path, "b"))) {
+			dump(&f->log, "actual");
+			fail_msg("exchange of x/a and b reported as RENAME \"%s\" <- \"%s\"", e->path,
+				 e->old_path);
+		}
+		COUNT(&f->log, wd, (size_t)(tu_find(&f->log, 0, wd, NOTIFYX_RENAME, NULL) >= 0) +
+					   tu_count(&f->log, wd, NOTIFYX_CREATE, NULL),
+		      "one RENAME for the exchange, nothing else");
+	}
+	mirror_equals(&f->log, list, w, NULL, "after the exchange");
+	/* Each is watched under its new name. */
+	from = f->log.n;
+	tu_touch(tu_path(w, "b/new-b"));
+	tu_touch(tu_path(w, "x/a/new-a"));
+	tu_touch(tu_path(w, "b/in2/new-deep"));
+	WAIT_FROM(&f->log, from, plain, NOTIFYX_CREATE, "b/in2/new-deep");
+	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "b/in2/new-deep");
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? plain : list;
+
+		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/new-b", NOTIFYX_EVENT_ISDIR, 0);
+		ONCE(&f->log, wd, NOTIFYX_CREATE, "x/a/new-a", NOTIFYX_EVENT_ISDIR, 0);
+		ONCE(&f->log, wd, NOTIFYX_CREATE, "b/in2/new-deep", NOTIFYX_EVENT_ISDIR, 0);
+	}
+	mirror_equals(&f->log, list, w, NULL, "after creations in the exchanged directories");
+	no_error(&f->log);
+}
+ON_BOTH(exchange_two_dirs)
+
+/* Two files exchanged inside one watch: on fanotify (FID records name the
+ * object that moved) and on the scanning backends (they see two inodes
+ * swap) one RENAME with EXCHANGE; on inotify two RENAMEs without the flag
+ * (indistinguishable from a rename onto an existing name and one back). */
+static void exchange_two_files(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list, plain, k;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(w, "d"));
+	tu_write(tu_path(w, "d/a"), "a");
+	tu_write(tu_path(w, "b"), "bb");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	plain = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	rename_exchange(tu_path(w, "d/a"), tu_path(w, "b"));
+	WAIT_FROM(&f->log, from, plain, NOTIFYX_RENAME, NULL);
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? plain : list;
+		size_t i, n = 0;
+
+		if (notifyx_backend(f->nx) == NOTIFYX_BACKEND_INOTIFY) {
+			ONCE(&f->log, wd, NOTIFYX_RENAME, "b", NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR,
+			     0);
+			ONCE(&f->log, wd, NOTIFYX_RENAME, "d/a",
+			     NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR, 0);
+			n = 2;
+		} else {
+			i = ONCE(&f->log, wd, NOTIFYX_RENAME, NULL,
+				 NOTIFYX_EVENT_EXCHANGE | NOTIFYX_EVENT_ISDIR, NOTIFYX_EVENT_EXCHANGE);
+			if (strcmp(f->log.ev[i].path, "b") && strcmp(f->log.ev[i].path, "d/a")) {
+				dump(&f->log, "actual");
+				fail_msg("exchange of d/a and b reported on \"%s\"", f->log.ev[i].path);
+			}
+			n = 1;
+		}
+		for (i = from; i < f->log.n; i++)
+			if (f->log.ev[i].wd == wd && f->log.ev[i].mask != NOTIFYX_RENAME) {
+				dump(&f->log, "actual");
+				fail_msg("wd %d: event #%zu besides the exchange's RENAME(s)", wd, i);
+			}
+		COUNT(&f->log, wd, n + 3 * (wd == list), "the listing and the exchange's RENAME(s)");
+	}
+	for (k = 0; k < 2; k++) {
+		size_t i = (size_t)tu_find(&f->log, from, k ? plain : list, NOTIFYX_RENAME, NULL);
+
+		TU_STREQ("old_path of the RENAME", !strcmp(f->log.ev[i].path, "b") ? "d/a" : "b",
+			 f->log.ev[i].old_path);
+	}
+	/* API.md: the one case where inotify's mirror is not exact. */
+	if (notifyx_backend(f->nx) != NOTIFYX_BACKEND_INOTIFY)
+		mirror_equals(&f->log, list, w, NULL, "after the exchange");
+}
+ON_BOTH(exchange_two_files)
+
+/* ---- watches stay independent -------------------------------------------------- */
+
+/* A recursive watch and a recursive LIST watch of the same tree on one
+ * handle (either added first), and a third one below them added and removed:
+ * each gets each event of the subdirectories once. */
+static void independent(struct tu_fix *f, const char *base, int list_first)
+{
+	static const char *const made[] = { "a/b/f", "a/c", "a/c/g", "top", "a/b/h" };
+	const char *t = tu_path(base, "t");
+	int plain = 0, list = 0, sub, k;
+	size_t i;
+
+	tu_mkdir(t);
+	tu_mkdir(tu_path(t, "a"));
+	tu_mkdir(tu_path(t, "a/b"));
+	tu_touch(tu_path(t, "a/b/old"));
+	if (!list_first)
+		plain = tu_add(&f->log, t, NOTIFYX_CREATE | NOTIFYX_DELETE, NOTIFYX_WATCH_RECURSIVE);
+	list = tu_add(&f->log, t, NOTIFYX_CREATE | NOTIFYX_DELETE,
+		      NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	if (list_first)
+		plain = tu_add(&f->log, t, NOTIFYX_CREATE | NOTIFYX_DELETE, NOTIFYX_WATCH_RECURSIVE);
+	listed(&f->log, list);
+	sub = tu_add(&f->log, tu_path(t, "a"), NOTIFYX_CREATE,
+		     NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	listed(&f->log, sub);
+	tu_touch(tu_path(t, "a/b/f"));
+	tu_mkdir(tu_path(t, "a/c"));
+	tu_touch(tu_path(t, "a/c/g"));
+	tu_touch(tu_path(t, "top"));
+	WAIT(&f->log, plain, NOTIFYX_CREATE, "top");
+	WAIT(&f->log, sub, NOTIFYX_CREATE, "c/g");
+	assert_int_equal(notifyx_rm_watch(f->nx, sub), 0);
+	tu_touch(tu_path(t, "a/b/h"));
+	tu_unlink(tu_path(t, "a/b/old"));
+	WAIT(&f->log, plain, NOTIFYX_DELETE, "a/b/old");
+	WAIT(&f->log, list, NOTIFYX_DELETE, "a/b/old");
+	tu_settle(&f->log);
+	for (k = 0; k < 2; k++) {
+		int wd = k ? list : plain;
+
+		for (i = 0; i < sizeof made / sizeof made[0]; i++)
+			ONCE(&f->log, wd, NOTIFYX_CREATE, made[i], 0, 0);
+		ONCE(&f->log, wd, NOTIFYX_DELETE, "a/b/old", 0, 0);
+	}
+	/* The listing (a, a/b, a/b/old) went to the LIST watch only. */
+	COUNT(&f->log, plain, 6, "five CREATEs and a DELETE");
+	COUNT(&f->log, list, 9, "three listed, five CREATEs and a DELETE");
+	no_error(&f->log);
+}
+
+static void independent_list_second(struct tu_fix *f, const char *base)
+{
+	independent(f, base, 0);
+}
+ON_BOTH(independent_list_second)
+
+static void independent_list_first(struct tu_fix *f, const char *base)
+{
+	independent(f, base, 1);
+}
+ON_BOTH(independent_list_first)
+
+/* ---- LIST: each entry once while the tree changes ----------------------------- */
+
+struct grower {
+	const char *top;
+	int ndirs, moves;
+	int next;           /* the next round number: names are never reused */
+	int gen[8];         /* moves: the generation of m<k> (even: in d<k>, odd: in d<k+1>) */
+	volatile int stop;
+};
+
+/* Creates files in the existing directories, and new directories with a
+ * directory and files in them, as fast as it can until told to stop (at
+ * most 300 rounds), while the main thread adds the LIST watch and reads.
+ * With moves, it renames directories full of files between two top
+ * directories instead (m<k>.<gen>, a name never used before each time). */
+static void *grow(void *arg)
+{
+	struct grower *g = arg;
+	char p[PATH_MAX], q[PATH_MAX];
+	int i, j, end = g->next + (g->moves ? 600 : 300);
+
+	for (i = g->next; i < end && !g->stop; i++) {
+		int d = (i * 7) % g->ndirs, k = i % g->ndirs, gen = g->gen[k];
+
+		if (g->moves) {
+			snprintf(p, sizeof p, "%s/d%d/m%d.%d", g->top, (k + gen % 2) % g->ndirs, k, gen);
+			snprintf(q, sizeof q, "%s/d%d/m%d.%d", g->top, (k + 1 - gen % 2) % g->ndirs, k,
+				 gen + 1);
+			if (rename(p, q) == 0)
+				g->gen[k]++;
+			/* In bursts: the reader reads dry between them, where a
+			 * directory it could not reach during the burst is looked
+			 * at again. */
+			if (i % 16 == 15)
+				usleep(3000);
+			continue;
+		}
+		snprintf(p, sizeof p, "%s/d%d/new%d", g->top, d, i);
+		close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+		snprintf(p, sizeof p, "%s/d%d/n%d", g->top, d, i);
+		if (mkdir(p, 0755) < 0)
+			continue;
+		for (j = 0; j < 3; j++) {
+			snprintf(p, sizeof p, "%s/d%d/n%d/f%d", g->top, d, i, j);
+			close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+		}
+		snprintf(p, sizeof p, "%s/d%d/n%d/sub", g->top, d, i);
+		if (mkdir(p, 0755) == 0) {
+			snprintf(p, sizeof p, "%s/d%d/n%d/sub/g", g->top, d, i);
+			close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+		}
+	}
+	g->next = i;
+	return NULL;
+}
+
+/* Apply wd's events to a mirror: a CREATE of a path the mirror already holds
+ * (no name is ever reused in these trees) is an entry reported twice. */
+static void no_second_report(const struct tu_log *log, int wd, const char *top, int round)
+{
+	struct mirror m = { 0 };
+	size_t i;
+
+	for (i = 0; i < log->n; i++) {
+		const struct tu_ev *e = &log->ev[i];
+
+		if (e->wd != wd)
+			continue;
+		if (e->mask == NOTIFYX_CREATE && m_find(&m, e->path)) {
+			dump(log, "actual");
+			fail_msg("round %d: event #%zu: CREATE \"%s\", an entry already reported", round,
+				 i, e->path);
+		}
+		m_apply(&m, e);
+	}
+	m_free(&m);
+	mirror_equals(log, wd, top, NULL, tu_fmt("round %d", round));
+}
+
+/* A tree of 4 directories with 500 or 1500 files each (their listings take a
+ * while); while a LIST watch is added and read, a thread adds files and new
+ * directories with entries (or, with moves, renames directories full of
+ * files between them): every entry is reported once, nothing twice, and the
+ * mirror equals the tree.  Several rounds on the same tree, each with a new
+ * watch. */
+static void list_once(struct tu_fix *f, const char *base, int moves)
+{
+	const int ndirs = 4, nfiles = moves ? 1500 : 500, rounds = 3;
+	char *top = join(base, "t"); /* tu_path's buffers rotate */
+	struct grower g = { top, ndirs, moves, 0, { 0 }, 0 };
+	int r, i, j;
+	size_t total = 0;
+
+	tu_mkdir(top);
+	for (i = 0; i < ndirs; i++) {
+		tu_mkdir(tu_path(top, tu_fmt("d%d", i)));
+		for (j = 0; j < nfiles; j++)
+			tu_touch(tu_path(top, tu_fmt("d%d/f%d", i, j)));
+		if (!moves)
+			continue;
+		tu_mkdir(tu_path(top, tu_fmt("d%d/m%d.0", i, i)));
+		for (j = 0; j < 20; j++)
+			tu_touch(tu_path(top, tu_fmt("d%d/m%d.0/g%d", i, i, j)));
+	}
+	for (r = 0; r < rounds; r++) {
+		pthread_t th;
+		int wd;
+		size_t from = f->log.n;
+		long t0;
+
+		g.stop = 0;
+		assert_int_equal(pthread_create(&th, NULL, grow, &g), 0);
+		wd = tu_add(&f->log, top, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+		for (t0 = tu_now_ms(); tu_now_ms() - t0 < 200;) {
+			struct pollfd pfd = { notifyx_fd(f->nx), POLLIN, 0 };
+
+			/* With moves, read flat out: the reader catching up with the
+			 * renames is what makes the race. */
+			tu_pull(&f->log);
+			if (!moves)
+				poll(&pfd, 1, 10);
+		}
+		g.stop = 1;
+		pthread_join(th, NULL);
+		listed(&f->log, wd);
+		tu_settle(&f->log);
+		no_second_report(&f->log, wd, top, r);
+		total += tu_count(&f->log, wd, NOTIFYX_CREATE, NULL);
+		assert_int_equal(notifyx_rm_watch(f->nx, wd), 0);
+		WAIT_FROM(&f->log, from, wd, NOTIFYX_IGNORED, "");
+		tu_log_clear(&f->log);
+	}
+	free(top);
+	no_error(&f->log);
+	print_message("  %d rounds, %zu CREATEs\n", rounds, total);
+}
+
+static void list_once_while_growing(struct tu_fix *f, const char *base)
+{
+	list_once(f, base, 0);
+}
+ON_BOTH(list_once_while_growing)
+
+static void list_once_while_moving(struct tu_fix *f, const char *base)
+{
+	list_once(f, base, 1);
+}
+ON_BOTH(list_once_while_moving)
+
 /* ---- the list ----------------------------------------------------------------- */
 
 int conf_edges_run(void)
@@ -1114,11 +1603,18 @@ int conf_edges_run(void)
 		TEST_BOTH(moved_root_self),
 		cmocka_unit_test_setup_teardown(unmount_lazy_busy, tu_setup, edge_teardown),
 		TEST_BOTH(self_isdir),
+		TEST_BOTH(self_file_moved),
 		TEST_BOTH(exchange_excluded_files),
 		TEST_BOTH(exchange_excluded_dirs),
 		TEST_BOTH(exchange_excluded_file_dir),
 		TEST_BOTH(exchange_outside_dirs),
 		TEST_BOTH(exchange_outside_dir_file),
+		TEST_BOTH(exchange_two_dirs),
+		TEST_BOTH(exchange_two_files),
+		TEST_BOTH(independent_list_second),
+		TEST_BOTH(independent_list_first),
+		TEST_BOTH(list_once_while_growing),
+		TEST_BOTH(list_once_while_moving),
 	};
 
 	return cmocka_run_group_tests_name("conformance: edges", tests, NULL, NULL);

@@ -19,6 +19,13 @@
 #   4. a second mirror with queue_max 64 (-Q 64) on a small tree, stopped
 #      during a burst of a few hundred events: an OVERFLOW from the
 #      library's own limit, then equal after the resync
+#   5. a tree about 2400 characters deep, in which churn -D grows chains of
+#      long names (up to 3000 characters below the root: absolute paths
+#      longer than PATH_MAX, relative ones that fit) and churn -U exchanges
+#      entries with NAME.tmp beside them, which the mirror excludes
+#      (-e '*.tmp'), and with entries of a directory outside the tree: the
+#      copy must equal the tree less the *.tmp entries, with no OVERFLOW,
+#      anomaly or ERROR
 #
 # The mirror is told to get quiescent by SIGUSR1 and answers with a line
 # "synced ..." (see examples/mirror.c).  Exit 0 pass, 1 fail, 77 skip.
@@ -128,6 +135,36 @@ check_clean q "queue_max 64"
 kill -TERM "$(pid_of q)"
 wait "$(pid_of q)"
 echo "$me: $(grep '^mirror: [0-9]* events' "$work/q.log")"
+
+# ---- 5. deep chains, exchanges with what the watch does not see ------------------------
+
+long=$(printf '%0240d' 0 | tr 0 p)
+deep=$work/deep
+i=0
+while test $i -lt 10; do
+	deep=$deep/$long
+	i=$((i + 1))
+done
+src3=$deep/src
+mkdir -p "$src3" "$deep/outside" || exit 1
+(cd "$deep" && "$churn" -D -s 2000 -n 300 -p 0 src outside) 2>/dev/null || fail "churn failed"
+start e -e '*.tmp' -b "$backend" "$src3" "$work/copy3"
+sync_mirror e
+compare e "$src3" "$work/copy3" "deep tree: initial listing" '*.tmp'
+for seed in 7 8; do
+	(cd "$deep" && "$churn" -v -x -D -U -s $seed -n "$ops" src outside >"$work/churn-deep-$seed.ops") ||
+		fail "churn failed"
+	sync_mirror e
+	compare e "$src3" "$work/copy3" "deep chains and exchanges with unseen places, seed $seed" '*.tmp'
+	test "$overflows" = 0 || {
+		MIRROR_KEEP=1
+		fail "deep tree, seed $seed: $overflows OVERFLOW at ordinary rates"
+	}
+	check_clean e "deep tree, seed $seed"
+done
+kill -TERM "$(pid_of e)"
+wait "$(pid_of e)"
+echo "$me: $(grep '^mirror: [0-9]* events' "$work/e.log")"
 
 echo "PASS: $me"
 exit 0

@@ -94,17 +94,21 @@ sync_mirror() {
 
 # ---- comparing trees ------------------------------------------------------------
 
-# One line per entry: "d path" for a directory, "f path" for anything else.
+# One line per entry: "d path" for a directory, "f path" for anything else;
+# entries whose name matches $2 (an exclude pattern), and what they hold,
+# left out.
 listing() {
-	(cd "$1" && find . -mindepth 1 \( -type d -printf 'd %P\n' \) -o -printf 'f %P\n') |
+	(cd "$1" && find . -mindepth 1 \( -name "${2:-}" -prune \) -o \
+		\( -type d -printf 'd %P\n' \) -o -printf 'f %P\n') |
 		LC_ALL=C sort
 }
 
-# compare NAME SRC DST WHAT: the copy must equal the tree.
+# compare NAME SRC DST WHAT [PATTERN]: the copy must equal the tree (less
+# what PATTERN, the mirror's exclude pattern, hides).
 compare() {
 	name=$1
-	listing "$2" >"$work/src.list"
-	listing "$3" >"$work/dst.list"
+	listing "$2" "${5:-}" >"$work/src.list"
+	listing "$3" "${5:-}" >"$work/dst.list"
 	if ! diff -u "$work/src.list" "$work/dst.list" >"$work/diff"; then
 		echo "$me: $4: the copy differs from the tree (- tree, + copy):"
 		sed -n '3,$p' "$work/diff" | grep '^[-+]' | head -n 50
