@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct kwatch {
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
+	uint64_t born;        /* stream offset of the first record queued after it was added */
 };
 
 /* A watch's own state (its bdata). */
@@ -82,6 +84,8 @@ struct ino {
 	uint64_t hold_until;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
+	uint64_t stream;      /* bytes read from fd so far */
+	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
 	struct nx_map kwatches; /* kernel wd -> struct kwatch */
 	/* Events already reported or caused by the library itself:
@@ -177,7 +181,10 @@ static uint32_t node_mask(const struct nx_node *n)
 		m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
 	if (n->parent) /* a directory's own events come through its parent */
 		m &= ~(IN_DELETE_SELF | IN_MOVE_SELF);
-	else if (w->flags & NOTIFYX_WATCH_RECURSIVE) /* to follow the held root (see guard()) */
+	/* The root: to follow it (see guard()); the others: to tell a
+	 * directory that arrives where the table has it already (see
+	 * arrived_known()). */
+	if (w->flags & NOTIFYX_WATCH_RECURSIVE)
 		m |= IN_MOVE_SELF;
 	return m;
 }
@@ -188,7 +195,7 @@ static uint32_t node_mask(const struct nx_node *n)
 static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mask)
 {
 	struct kwatch *kw;
-	int kwd;
+	int kwd, queued;
 
 	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
@@ -203,6 +210,8 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 			return NULL;
 		}
 		kw->kwd = kwd;
+		if (ioctl(in->fd, FIONREAD, &queued) == 0)
+			kw->born = in->stream + (uint64_t)queued;
 	}
 	kw->kmask |= mask & ~(IN_ONLYDIR | IN_DONT_FOLLOW);
 	return kw;
@@ -1242,6 +1251,30 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
 }
 
+/*
+ * A directory arrives (a lone MOVED_TO) where the table has a node already.
+ * Either the arrival replaced that directory, or the node is the arriving
+ * directory itself: a listing made while it was being moved in found it
+ * there (and listed it; it is not listed again).  Its own kernel watch tells:
+ * one added after the MOVED_TO was queued is on what arrived, and the kernel
+ * queues the IN_MOVE_SELF of a moved directory right after the MOVED_TO.
+ */
+static bool arrived_known(const struct ino *in, const struct nx_node *n)
+{
+	const struct kwatch *kw = n->kref;
+	struct inrec r;
+
+	if (kw && kw->born > in->cur)
+		return true;
+	for (size_t pos = in->next; kw && nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if (r.mask & (IN_MOVED_FROM | IN_MOVED_TO))
+			break; /* the next move: its MOVE_SELF would be another's */
+		if (r.wd == kw->kwd && !r.name_len && (r.mask & IN_MOVE_SELF))
+			return true;
+	}
+	return false;
+}
+
 static void do_move(struct notifyx *nx, const struct move *m)
 {
 	struct ino *in = ino_of(nx);
@@ -1285,11 +1318,13 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		struct nx_watch *w = b->watch;
-		if (m->isdir)
-			bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+		struct nx_node *old = m->isdir ? nx_node_find(&nx->paths, b, m->tname, m->tlen) : NULL;
+		bool known = old && arrived_known(in, old);
+		if (old && !known)
+			bury(nx, old); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
-		if (m->isdir && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
+		if (m->isdir && !known && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
 	}
 }
@@ -1541,6 +1576,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 
 	while (nx_inotify_decode(in->buf, in->len, pos, &r)) {
 		in->next = pos + r.size;
+		in->cur = in->stream - in->len + pos;
 		if (r.mask & IN_Q_OVERFLOW) {
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
@@ -1609,8 +1645,10 @@ static int ino_process(struct notifyx *nx)
 		}
 		/* EINVAL: the next record does not fit in what is left of the buffer. */
 		drained = n <= 0;
-		if (n > 0)
+		if (n > 0) {
 			in->len += (size_t)n;
+			in->stream += (uint64_t)n;
+		}
 		size_t used = parse(nx, drained || in->len == sizeof(in->buf));
 		memmove(in->buf, in->buf + used, in->len - used);
 		in->len -= used;
@@ -1650,6 +1688,7 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	}
 	memcpy(in->buf + in->len, data, len);
 	in->len += len;
+	in->stream += len;
 	size_t used = parse(nx, drained || in->len == sizeof(in->buf));
 	memmove(in->buf, in->buf + used, in->len - used);
 	in->len -= used;
