@@ -1409,18 +1409,25 @@ static bool entry_exists(struct notifyx *nx, const struct kwatch *kw, const char
  * existing name and a rename back, reported as two RENAMEs (API.md).  Where
  * a watch sees only one of the names, the two readings differ for it (the
  * name it sees stays, or goes): there the state decides, an exchange when
- * both names exist now. */
+ * the names seen exist now. */
 static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to)
 {
 	struct ino *in = ino_of(nx);
 	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
 	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
 
-	if (!a || !b || (within_watches(nx, a, b) && !hides(nx, a, from->name, from->name_len) &&
-			 !hides(nx, b, to->name, to->name_len)))
+	bool ha, hb;
+
+	if (!a || !b)
 		return false;
-	return entry_exists(nx, a, from->name, from->name_len) &&
-	       entry_exists(nx, b, to->name, to->name_len);
+	ha = hides(nx, a, from->name, from->name_len);
+	hb = hides(nx, b, to->name, to->name_len);
+	if (!ha && !hb && within_watches(nx, a, b))
+		return false;
+	/* A hidden name may have gone since without an event: only the names
+	 * seen count. */
+	return (ha || entry_exists(nx, a, from->name, from->name_len)) &&
+	       (hb || entry_exists(nx, b, to->name, to->name_len));
 }
 
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
