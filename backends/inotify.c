@@ -10,7 +10,7 @@
  * Recursive watches keep one kwatch per directory.  A directory that appears
  * is watched first and listed second, so nothing created inside it is missed;
  * CREATEs the kernel also reports for entries the listing found are dropped
- * (the "suppress" table, emptied once the kernel queue has been read dry).
+ * (the "suppress" table, kept for two generations of at least SUP_KEEP_NS).
  *
  * The two halves of a move are paired by cookie.  When a MOVED_FROM is the
  * last record read, the rest of the stream waits for its MOVED_TO for at most
@@ -22,10 +22,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -34,15 +37,31 @@
 #include "nx.h"
 #include "scan.h"
 #include "treemove.h"
+#include "treepath.h"
 
 #define READ_BUF (64 * 1024)
-/* A directory is entered only if every path below it still fits. */
-#define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 
 struct kwatch {
 	int kwd;
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
+	uint64_t born;        /* stream offset of the first record queued after it was added */
+};
+
+/* A watch's own state (its bdata). */
+struct iwatch {
+	/* Recursive: the root, O_PATH, held; or, when the root is the root of
+	 * a mount, its parent (so that the library does not keep that
+	 * filesystem busy) and rootname its name there.  Else -1. */
+	int rootfd;
+	char *rootname;
+	dev_t dev;              /* the root's */
+	ino_t ino;
+	uint64_t mnt_id;        /* the mount the root was reached through; 0: unknown */
+	bool isdir;
+	struct kwatch *guard;   /* recursive: the kernel watch of the root's parent */
+	struct nx_watch *gnext; /* next watch of guard->guards */
 };
 
 /* A directory that appeared where the library could not reach it yet. */
@@ -56,29 +75,42 @@ struct deferred {
 struct ino {
 	int fd;
 	int timerfd;
+	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
+	int mnt_check;        /* a private one, polled by process() itself */
 	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
 	bool holding;         /* the record at buf[0] is a MOVED_FROM waiting for its pair */
 	bool timer_armed;
+	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	uint64_t hold_until;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
+	uint64_t stream;      /* bytes read from fd so far */
+	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
 	struct nx_map kwatches; /* kernel wd -> struct kwatch */
 	/* Events already reported or caused by the library itself:
 	 * hash(kwatch or node, name, kind) -> count. */
-	struct nx_map suppress;
-	struct nx_node *graveyard; /* unlinked subtrees, freed after processing */
+	struct nx_map suppress[2]; /* [0]: this generation, [1]: the one before */
+	struct nx_map mounts;      /* node where a mount begins inside a tree -> its mount id */
+	struct nx_node *graveyard[2]; /* unlinked subtrees, of these generations */
+	uint64_t generation_start;
 	struct nx_node **vec[2];   /* scratch lists of subscribers */
 	size_t vec_cap[2];
 	struct deferred *deferred;
 	size_t ndeferred, deferred_cap;
-	char path[3][PATH_MAX]; /* [0], [1]: event paths; [2]: a walk's relative path */
+	/* [0], [1]: event paths; [2]: a walk's relative path; [3]: open_node() */
+	char path[4][PATH_MAX];
 	_Alignas(8) char buf[READ_BUF];
 };
 
 static struct ino *ino_of(const struct notifyx *nx)
 {
 	return nx->bdata;
+}
+
+static struct iwatch *iw_of(const struct nx_watch *w)
+{
+	return w->bdata;
 }
 
 /* ---- decoding (pure: no system call) ---- */
@@ -149,20 +181,25 @@ static uint32_t node_mask(const struct nx_node *n)
 		m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
 	if (n->parent) /* a directory's own events come through its parent */
 		m &= ~(IN_DELETE_SELF | IN_MOVE_SELF);
+	/* The root: to follow it (see guard()); the others: to tell a
+	 * directory that arrives where the table has it already (see
+	 * arrived_known()). */
+	if (w->flags & NOTIFYX_WATCH_RECURSIVE)
+		m |= IN_MOVE_SELF;
 	return m;
 }
 
 /* ---- kernel watches ---- */
 
-static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+/* Adds mask to the kernel watch of kpath; NULL with errno on failure. */
+static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mask)
 {
-	uint32_t mask = node_mask(n);
 	struct kwatch *kw;
-	int kwd;
+	int kwd, queued;
 
-	kwd = inotify_add_watch(in->fd, kpath, mask | extra | IN_MASK_ADD);
+	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
-		return -1;
+		return NULL;
 	kw = nx_map_get(&in->kwatches, (uint64_t)kwd);
 	if (!kw) {
 		if (!(kw = calloc(1, sizeof(*kw))) ||
@@ -170,11 +207,32 @@ static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 			free(kw);
 			inotify_rm_watch(in->fd, kwd);
 			errno = ENOMEM;
-			return -1;
+			return NULL;
 		}
 		kw->kwd = kwd;
+		if (ioctl(in->fd, FIONREAD, &queued) == 0)
+			kw->born = in->stream + (uint64_t)queued;
 	}
-	kw->kmask |= mask;
+	kw->kmask |= mask & ~(IN_ONLYDIR | IN_DONT_FOLLOW);
+	return kw;
+}
+
+/* The kernel watch goes when nothing uses it any more. */
+static void kwatch_release(struct ino *in, struct kwatch *kw)
+{
+	if (kw->subs || kw->guards)
+		return;
+	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
+	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
+	free(kw);
+}
+
+static int attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+{
+	struct kwatch *kw = kwatch_add(in, kpath, node_mask(n) | extra);
+
+	if (!kw)
+		return -1;
 	/* A directory the watch knows already under another name: the name
 	 * was reached through moves not read yet (see walk()).  (A directory
 	 * seen twice through a bind mount inside the tree is watched at one
@@ -207,16 +265,16 @@ static void detach(struct ino *in, struct nx_node *n)
 	}
 	n->kref = NULL;
 	n->knext = NULL;
-	if (!kw->subs) {
-		inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
-		nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
-		free(kw);
-	}
+	kwatch_release(in, kw);
 }
 
 static void bury_one(void *ctx, struct nx_node *n)
 {
-	detach(ctx, n);
+	struct ino *in = ctx;
+
+	detach(in, n);
+	if (in->mounts.len)
+		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
 	n->dead = true;
 }
 
@@ -230,26 +288,186 @@ static void bury(struct notifyx *nx, struct nx_node *n)
 		return;
 	nx_node_unlink(&nx->paths, n);
 	nx_node_foreach(n, bury_one, in);
-	n->next = in->graveyard;
-	in->graveyard = n;
+	n->next = in->graveyard[0];
+	in->graveyard[0] = n;
 }
 
-static void free_graveyard(struct notifyx *nx)
+static void free_graveyard(struct notifyx *nx, int i)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_node *n, *next;
 
-	for (n = in->graveyard; n; n = next) {
+	for (n = in->graveyard[i]; n; n = next) {
 		next = n->next;
 		n->next = NULL;
 		nx_node_free_tree(&nx->paths, n, NULL, NULL);
 	}
-	in->graveyard = NULL;
+	in->graveyard[i] = NULL;
+}
+
+static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
+{
+	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
+}
+
+/* ---- held roots ----
+ *
+ * A recursive watch holds its root open (O_PATH) and reaches every directory
+ * of its tree from there, so that a root that was moved, or a directory
+ * above it that was renamed, changes nothing, and paths longer than PATH_MAX
+ * from "/" work.  An open descriptor on a directory holds back its
+ * IN_DELETE_SELF until it is closed (measured on ext4 and tmpfs, kernel
+ * 6.18: rmdir of a directory held open raises no event on it at all), so the
+ * root's parent is watched for IN_DELETE (its "guard"), and each deletion
+ * there looks whether the root has any link left.  A move of the root (its
+ * IN_MOVE_SELF) moves the guard to its new parent. */
+
+static void unguard(struct ino *in, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+	struct kwatch *kw = iw ? iw->guard : NULL;
+
+	if (!kw)
+		return;
+	for (struct nx_watch **pp = &kw->guards; *pp; pp = &iw_of(*pp)->gnext) {
+		if (*pp == w) {
+			*pp = iw->gnext;
+			break;
+		}
+	}
+	iw->guard = NULL;
+	iw->gnext = NULL;
+	kwatch_release(in, kw);
+}
+
+/* The root of w is gone when it has no link left: DELETE_SELF ends w
+ * (true). */
+static bool check_root(struct notifyx *nx, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+	struct stat st;
+
+	if (w->ended || !iw || iw->rootfd < 0 || iw->rootname || fstat(iw->rootfd, &st) < 0 ||
+	    st.st_nlink)
+		return false;
+	nx_emit(nx, w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+	nx_end_watch(nx, w);
+	return true;
+}
+
+/* Watches the parent of w's held root for the root's deletion.  When it
+ * cannot, an ERROR says so; at_add, running out of kernel watches or memory
+ * fails instead (-1 with errno), as for any other directory of the tree. */
+static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
+{
+	struct ino *in = ino_of(nx);
+	struct iwatch *iw = iw_of(w);
+	struct stat pst, rst;
+	struct kwatch *kw;
+	char kpath[32];
+	int pfd, err = 0;
+
+	unguard(in, w);
+	if (iw->rootname) /* a mount root cannot be removed or moved: no guard */
+		return 0;
+	pfd = openat(iw->rootfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &pst) < 0 || fstat(iw->rootfd, &rst) < 0) {
+		err = errno;
+	} else if (pst.st_dev != rst.st_dev || pst.st_ino != rst.st_ino) { /* "/" has no parent */
+		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", pfd);
+		if ((kw = kwatch_add(in, kpath, IN_DELETE | IN_ONLYDIR))) {
+			iw->guard = kw;
+			iw->gnext = kw->guards;
+			kw->guards = w;
+		} else {
+			err = errno;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	if (at_add && (err == ENOSPC || err == ENOMEM)) {
+		errno = err;
+		return -1;
+	}
+	check_root(nx, w); /* removed before the guard was set */
+	/* Without a guard nothing would tell the root's deletion. */
+	if (err)
+		emit_error(nx, w, "", err);
+	return 0;
+}
+
+/* Opens rel below the root of w (see struct iwatch). */
+static int open_below_root(const struct iwatch *iw, const char *rel, int flags)
+{
+	struct stat st;
+	int rfd, fd, err;
+
+	if (!iw->rootname)
+		return nx_open_below(iw->rootfd, rel, flags);
+	rfd = openat(iw->rootfd, iw->rootname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	if (fstat(rfd, &st) < 0 || st.st_dev != iw->dev || st.st_ino != iw->ino) {
+		close(rfd);
+		errno = ESTALE; /* unmounted, or covered by another mount */
+		return -1;
+	}
+	fd = nx_open_below(rfd, rel, flags);
+	err = errno;
+	close(rfd);
+	errno = err;
+	return fd;
+}
+
+/* When w's root is the root of a mount, holds its parent instead of it. */
+static void hold_mount_parent(struct ino *in, struct iwatch *iw)
+{
+	char kpath[32], *base;
+	ssize_t len;
+	int pfd, fd;
+
+	pfd = openat(iw->rootfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return;
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", iw->rootfd);
+	len = readlink(kpath, in->path[3], PATH_MAX - 1);
+	if (nx_mount_id(pfd) == iw->mnt_id || len <= 1 || in->path[3][0] != '/') {
+		close(pfd);
+		return;
+	}
+	in->path[3][len] = '\0';
+	base = strrchr(in->path[3], '/') + 1;
+	if (!(iw->rootname = strdup(base))) {
+		close(pfd);
+		return;
+	}
+	fd = iw->rootfd;
+	iw->rootfd = pfd;
+	if ((pfd = open_below_root(iw, "", O_PATH | O_DIRECTORY)) < 0) {
+		/* Not reachable by its name: keep holding the root itself. */
+		close(iw->rootfd);
+		iw->rootfd = fd;
+		free(iw->rootname);
+		iw->rootname = NULL;
+		return;
+	}
+	close(pfd);
+	close(fd);
 }
 
 /* ---- suppression of events already reported or caused by the library ---- */
 
 enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };
+
+/*
+ * How long a suppression entry lives at least.  A listing can see an entry
+ * before the kernel has queued its IN_CREATE (the creating process may be
+ * preempted between making the entry visible and queueing the event), so a
+ * kernel queue read dry does not mean that no duplicate can come: under a
+ * churn that runs flat out, emptying the table there reported some listed
+ * entries twice.  Entries live two generations, each of at least this.
+ */
+#define SUP_KEEP_NS (50 * 1000 * 1000)
 
 static uint64_t sup_key(const void *obj, const char *name, size_t len, int kind)
 {
@@ -260,24 +478,27 @@ static void sup_add(struct ino *in, const void *obj, const char *name, size_t le
 		    unsigned count)
 {
 	uint64_t key = sup_key(obj, name, len, kind);
-	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
+	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[0], key);
 
 	/* Failing to remember costs a duplicate event, never a lost one. */
-	nx_map_put(&in->suppress, key, (void *)(have + count));
+	nx_map_put(&in->suppress[0], key, (void *)(have + count));
 }
 
 static bool sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
 {
 	uint64_t key = sup_key(obj, name, len, kind);
-	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress, key);
 
-	if (!have)
-		return false;
-	if (have == 1)
-		nx_map_del(&in->suppress, key);
-	else
-		nx_map_put(&in->suppress, key, (void *)(have - 1));
-	return true;
+	for (int i = 0; i < 2; i++) {
+		uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[i], key);
+		if (!have)
+			continue;
+		if (have == 1)
+			nx_map_del(&in->suppress[i], key);
+		else
+			nx_map_put(&in->suppress[i], key, (void *)(have - 1));
+		return true;
+	}
+	return false;
 }
 
 /* The events a listing of directory name caused in kernel watch kw (with
@@ -291,6 +512,17 @@ static void sup_listing(struct ino *in, struct kwatch *kw, const char *name, siz
 		sup_add(in, kw, name, len, SUP_ACCESS, calls);
 	if (kw->kmask & IN_CLOSE_NOWRITE)
 		sup_add(in, kw, name, len, SUP_CLOSE, 1);
+}
+
+/* An entry of directory n whose path relative to the root does not fit:
+ * the ERROR names n, the deepest directory that fits. */
+static void too_long(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+	size_t len = nx_node_path(n, in->path[0], PATH_MAX);
+
+	if (len != SIZE_MAX)
+		emit_error(nx, n->watch, in->path[0], ENAMETOOLONG);
 }
 
 /* The path of n's entry name, relative to the watch root, in in->path[i]. */
@@ -314,6 +546,7 @@ struct walk {
 	const char *rel; /* path of dir relative to the root */
 	size_t rel_len;
 	bool report;     /* report entries as SYNTHETIC CREATEs */
+	bool too_long;   /* an entry's path relative to the root did not fit */
 	char *subdirs;   /* names of subdirectories, NUL-separated */
 	size_t sub_len, sub_cap;
 };
@@ -321,11 +554,6 @@ struct walk {
 /* Deeper than this, a walk closes each directory before entering its
  * subdirectories and opens them by path, so it cannot run out of descriptors. */
 #define WALK_FD_DEPTH 128
-
-static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
-{
-	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
-}
 
 static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
 {
@@ -335,6 +563,8 @@ static int walk_entry(void *ctx, const char *name, size_t len, unsigned char typ
 	char *child = ino_of(nx)->path[1];
 	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
 
+	if (clen == SIZE_MAX)
+		wk->too_long = true;
 	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
 		return 0;
 	if (wk->report) {
@@ -377,25 +607,27 @@ static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name
 	return len == SIZE_MAX ? SIZE_MAX : rel + len;
 }
 
-/* Opens the directory of node n (O_PATH), making sure through its kernel
- * watch that the path still leads to it.  ESTALE when it leads elsewhere. */
+/* Opens the directory of node n (O_PATH) from the held root of its watch,
+ * making sure through its kernel watch that the path still leads to it.
+ * ESTALE when it leads elsewhere. */
 static int open_node(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 	struct kwatch *kw = n->kref;
+	const struct iwatch *iw = iw_of(n->watch);
 	char kpath[32];
 	int fd, kwd;
 
-	if (!kw) {
+	if (!kw || !iw || (iw->rootfd < 0 && n->parent)) {
 		errno = ESTALE;
 		return -1;
 	}
-	if (!n->parent)
+	if (iw->rootfd < 0) /* a watch that holds nothing: its root by path */
 		fd = open(n->watch->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	else if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
+	else if (nx_node_path(n, in->path[3], PATH_MAX) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
 	else
-		fd = open(in->path[0], O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		fd = open_below_root(iw, in->path[3], O_PATH | O_DIRECTORY);
 	if (fd < 0 || !in->proc_fd)
 		return fd;
 	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
@@ -409,19 +641,15 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	return -1;
 }
 
-/* Opens directory name of node n for listing: relative to pfd, or by path
- * when pfd is -1. */
-static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
+/* Opens directory name of node n for listing: relative to pfd, or, when
+ * pfd is -1, by its path rel from the watch's root. */
+static int open_dir(const struct iwatch *iw, int pfd, const char *name, const char *rel)
 {
 	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
 
-	if (n->parent || (n->watch->flags & NOTIFYX_WATCH_NOFOLLOW))
-		flags |= O_NOFOLLOW;
-	if (pfd >= 0 || !n->parent)
-		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
-	if (abs_path(ino_of(nx), n->parent, n->name, n->name_len) == SIZE_MAX)
-		return errno = ENAMETOOLONG, -1;
-	return open(ino_of(nx)->path[0], flags);
+	if (pfd >= 0)
+		return openat(pfd, name, flags | O_NOFOLLOW);
+	return open_below_root(iw, rel, flags);
 }
 
 /* Watches the directory open at fd, node n. */
@@ -478,6 +706,57 @@ static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
 	return true;
 }
 
+/* The mount directory node n was reached through. */
+static uint64_t node_mount(const struct ino *in, const struct nx_node *n)
+{
+	void *id;
+
+	for (; n->parent; n = n->parent)
+		if ((id = nx_map_get(&in->mounts, (uint64_t)(uintptr_t)n)))
+			return (uint64_t)(uintptr_t)id;
+	return iw_of(n->watch)->mnt_id;
+}
+
+/* Remembers where a mount begins inside a tree (n, open at fd), for
+ * check_mounts(). */
+static void note_mount(struct ino *in, struct nx_node *n, int fd)
+{
+	uint64_t id = nx_mount_id(fd);
+
+	if (id && id != node_mount(in, n->parent))
+		nx_map_put(&in->mounts, (uint64_t)(uintptr_t)n, (void *)(uintptr_t)id);
+	else if (in->mounts.len)
+		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
+}
+
+/* Directory name of node n is to be watched and listed once the kernel
+ * queue has been read dry. */
+static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen, bool report)
+{
+	struct ino *in = ino_of(nx);
+	struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
+
+	if (!d) {
+		size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
+		struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
+		if (!v) {
+			nx_lost(nx, n->watch);
+			return;
+		}
+		in->deferred = v;
+		in->deferred_cap = cap;
+		d = &in->deferred[in->ndeferred];
+	}
+	if (!(d->name = strndup(name, nlen))) {
+		nx_lost(nx, n->watch);
+		return;
+	}
+	d->node = n;
+	d->report = report;
+	d->tries = 0;
+	in->ndeferred++;
+}
+
 /*
  * Watches directory name (relative to pfd, the directory of n's parent, or
  * found by path when pfd is -1), which is node n, then lists it and does the
@@ -499,11 +778,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 
 	if (w->ended || n->dead)
 		return 0;
-	if (rel_len > MAX_DIR_PATH) {
-		err = ENAMETOOLONG;
-		goto fail;
-	}
-	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
+	if ((fd = open_dir(iw_of(w), pfd, name, rel)) < 0) {
 		err = errno;
 		goto fail;
 	}
@@ -512,8 +787,18 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		bury(nx, n);
 		return 0;
 	}
-	if (attach_fd(nx, n, fd) < 0 && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
-					  attach_fd(nx, n, fd) < 0)) {
+	if (attach_fd(nx, n, fd) < 0 && errno == EEXIST && n->parent && !in->retrying) {
+		/* Known under another name: the events that moved it here are
+		 * not read yet (a listing here now would show the future of
+		 * what they do).  Once they are, the table has it here, or
+		 * the conflict is settled. */
+		close(fd);
+		defer(nx, n->parent, n->name, n->name_len, report);
+		bury(nx, n);
+		return 0;
+	}
+	if (!n->kref && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
+			 attach_fd(nx, n, fd) < 0)) {
 		err = errno;
 		close(fd);
 		if (err == EEXIST && n->parent) {
@@ -522,6 +807,8 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		}
 		goto fail;
 	}
+	if (n->parent)
+		note_mount(in, n, fd);
 	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
 	err = errno;
 	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
@@ -541,6 +828,10 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			emit_error(nx, w, rel, err);
 		return 0;
 	}
+	/* What does not fit is not watched: the deepest directory that fits
+	 * says so (its events name no entry that does not fit either). */
+	if (wk.too_long)
+		emit_error(nx, w, rel, ENAMETOOLONG);
 	if (depth >= WALK_FD_DEPTH) {
 		close(fd);
 		fd = -1;
@@ -556,11 +847,7 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 			ret = -1;
 			break;
 		}
-		if ((clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen)) == SIZE_MAX) {
-			emit_error(nx, w, rel, ENAMETOOLONG);
-			bury(nx, c);
-			continue;
-		}
+		clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen); /* fits: see walk_entry */
 		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
 		rel[rel_len] = '\0';
 		if (ret < 0)
@@ -600,31 +887,12 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
-		if (!d) {
-			size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
-			struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
-			if (!v) {
-				nx_lost(nx, w);
-				return;
-			}
-			in->deferred = v;
-			in->deferred_cap = cap;
-			d = &in->deferred[in->ndeferred];
-		}
-		if (!(d->name = strndup(name, nlen))) {
-			nx_lost(nx, w);
-			return;
-		}
-		d->node = n;
-		d->report = report;
-		d->tries = 0;
-		in->ndeferred++;
+		defer(nx, n, name, nlen, report);
 		return;
 	}
 	len = entry_path(in, n, name, nlen, 2);
 	if (len == SIZE_MAX) {
-		emit_error(nx, w, name, ENAMETOOLONG);
+		too_long(nx, n);
 	} else if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
 		nx_lost(nx, w);
 	} else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0) {
@@ -642,6 +910,7 @@ static void retry_deferred(struct notifyx *nx)
 
 	in->deferred = NULL; /* add_subdir defers again into a fresh list */
 	in->ndeferred = in->deferred_cap = 0;
+	in->retrying = true;
 	for (size_t i = 0; i < n; i++) {
 		struct nx_node *node = v[i].node;
 		size_t before = in->ndeferred;
@@ -650,8 +919,7 @@ static void retry_deferred(struct notifyx *nx)
 		if (in->ndeferred > before) {
 			struct deferred *d = &in->deferred[in->ndeferred - 1];
 			if ((d->tries = v[i].tries + 1) >= 3) {
-				/* Still unreachable with nothing left to read: the
-				 * watch root itself was moved (see BUGS). */
+				/* Still unreachable with nothing left to read. */
 				size_t len = entry_path(in, node, d->name, strlen(d->name), 0);
 				if (len != SIZE_MAX)
 					emit_error(nx, node->watch, in->path[0], ENOENT);
@@ -661,21 +929,30 @@ static void retry_deferred(struct notifyx *nx)
 		}
 		free(v[i].name);
 	}
+	in->retrying = false;
 	free(v);
 }
 
-/* The kernel queue was read dry: no duplicate of what the listings reported
- * can still come, directories that could not be reached are tried again,
- * and dead nodes can be freed once no suppression entry can name them. */
+/* The kernel queue was read dry: directories that could not be reached are
+ * tried again, and a generation of suppression entries ends if it is old
+ * enough (see SUP_KEEP_NS).  Nodes buried in a generation are freed with the
+ * next one, when no suppression entry can name them any more. */
 static void dry_point(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
+	uint64_t now;
 
-	nx_map_free(&in->suppress);
 	if (in->ndeferred)
 		retry_deferred(nx);
-	if (!in->suppress.len)
-		free_graveyard(nx);
+	if ((now = nx_now_ns()) - in->generation_start < SUP_KEEP_NS)
+		return;
+	in->generation_start = now;
+	nx_map_free(&in->suppress[1]);
+	in->suppress[1] = in->suppress[0];
+	memset(&in->suppress[0], 0, sizeof(in->suppress[0]));
+	free_graveyard(nx, 1);
+	in->graveyard[1] = in->graveyard[0];
+	in->graveyard[0] = NULL;
 }
 
 /* ---- dispatching kernel events ---- */
@@ -703,30 +980,42 @@ static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 	return n;
 }
 
+/* The filesystem mounted at directory node n (not a root) went: the mount
+ * point is watched as it now is, and what vanished is not listed. */
+static void uncover(struct notifyx *nx, struct nx_node *n)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	int rfd = open_node(nx, w->root), pfd;
+	size_t len;
+
+	while (n->child)
+		bury(nx, n->child);
+	detach(in, n);
+	nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
+	if (rfd < 0)
+		return; /* the root's own filesystem went: UNMOUNT follows */
+	close(rfd);
+	len = nx_node_path(n, in->path[2], PATH_MAX);
+	if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
+		walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
+		close(pfd);
+	}
+	nx_lost(nx, w);
+}
+
 static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 {
 	struct nx_watch *w = n->watch;
-	uint32_t flags = (mask & IN_ISDIR) ? NOTIFYX_EVENT_ISDIR : 0;
+	const struct iwatch *iw = iw_of(w);
+	/* The kernel does not set IN_ISDIR on IN_DELETE_SELF and IN_MOVE_SELF. */
+	uint32_t flags = (mask & IN_ISDIR) || (iw && iw->isdir) ? NOTIFYX_EVENT_ISDIR : 0;
 
 	if (n->parent) {
 		/* A directory inside a tree: its parent reports it by name.  An
 		 * unmounted filesystem below the root uncovers its mount point. */
-		if (mask & IN_UNMOUNT) {
-			struct ino *in = ino_of(nx);
-			int rfd = open_node(nx, w->root), pfd;
-			while (n->child)
-				bury(nx, n->child);
-			detach(in, n);
-			if (rfd < 0)
-				return; /* the root's own filesystem went: UNMOUNT follows */
-			close(rfd);
-			size_t len = nx_node_path(n, in->path[2], PATH_MAX);
-			if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
-				walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
-				close(pfd);
-			}
-			nx_lost(nx, w);
-		}
+		if (mask & IN_UNMOUNT)
+			uncover(nx, n);
 		return;
 	}
 	if (mask & IN_UNMOUNT) {
@@ -737,9 +1026,59 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		nx_end_watch(nx, w);
 	} else if (mask & IN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		if (iw && iw->rootfd >= 0)
+			guard(nx, w, false); /* its parent changed */
 	} else if (nx_inotify_event(mask)) {
 		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
 	}
+}
+
+/* A filesystem left the mount table (umount -l while busy gives no
+ * IN_UNMOUNT: the kernel sends it when the filesystem is shut down, which a
+ * descriptor held anywhere, the library's own included, puts off): a root
+ * on it ends with UNMOUNT, a mount inside a tree is uncovered. */
+static void check_mounts(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct pollfd p = { .fd = in->mnt_check, .events = POLLPRI };
+	struct nx_map set = { 0 };
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	if (in->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
+		return;
+	if (!nx_mounts_read(in->mnt_check, &set)) {
+		nx_map_free(&set);
+		return;
+	}
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct iwatch *iw = iw_of(w);
+		if (w->ended || !iw || !iw->mnt_id || nx_map_get(&set, iw->mnt_id + 1))
+			continue;
+		nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	}
+	/* Mounts inside trees: collected first, as uncovering changes the map. */
+	struct nx_node **gone = NULL, *n;
+	size_t ngone = 0, cap = 0;
+	uint64_t key;
+	void *id;
+	for (pos = 0; nx_map_next(&in->mounts, &pos, &key, &id);) {
+		if (nx_map_get(&set, (uint64_t)(uintptr_t)id + 1))
+			continue;
+		if (ngone == cap) {
+			struct nx_node **v = realloc(gone, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+			if (!v)
+				break; /* seen at the next change of the mount table */
+			gone = v;
+		}
+		gone[ngone++] = (struct nx_node *)(uintptr_t)key;
+	}
+	nx_map_free(&set);
+	for (size_t i = 0; i < ngone; i++)
+		if (!(n = gone[i])->dead && !n->watch->ended)
+			uncover(nx, n);
+	free(gone);
 }
 
 static void child_event(struct notifyx *nx, struct nx_node *n, const struct inrec *r)
@@ -750,8 +1089,10 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
 	size_t len = entry_path(in, n, r->name, r->name_len, 0);
 
-	if (len == SIZE_MAX)
-		return; /* cannot happen: directories are entered only while paths fit */
+	if (len == SIZE_MAX) {
+		too_long(nx, n);
+		return;
+	}
 	if (r->mask & IN_CREATE) {
 		if (sup_take(in, n, r->name, r->name_len, SUP_CREATE))
 			return; /* a listing reported it already */
@@ -796,6 +1137,10 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 			if (!n->parent)
 				nx_end_watch(nx, n->watch);
 		}
+		/* The parent of held roots went (they were moved out of it
+		 * first): guard them where they are now. */
+		while ((kw = nx_map_get(&in->kwatches, (uint64_t)r->wd)) && kw->guards)
+			guard(nx, kw->guards, false);
 		return;
 	}
 	count = subscribers(nx, kw, 0);
@@ -807,6 +1152,15 @@ static void plain_event(struct notifyx *nx, const struct inrec *r)
 			child_event(nx, n, r);
 		else
 			self_event(nx, n, r->mask);
+	}
+	/* A directory went from the parent of held roots: theirs?  (Ending a
+	 * watch unguards it, which may free kw: look it up again.) */
+	for (bool again = (r->mask & IN_DELETE) && (r->mask & IN_ISDIR); again;) {
+		struct nx_watch *w;
+		again = false;
+		kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+		for (w = kw ? kw->guards : NULL; w && !(again = check_root(nx, w));)
+			w = iw_of(w)->gnext;
 	}
 }
 
@@ -829,6 +1183,31 @@ static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 	return a->watch == b->watch;
 }
 
+/*
+ * An exchange of entry name of directory node n with a place the watch does
+ * not see (an excluded name): a departure, then an arrival (API.md).  gone:
+ * the departing entry is a directory; came: the arriving one is.  seen:
+ * false when neither side is seen (nothing to report).
+ */
+static void exchange_hidden(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+			    bool gone, bool came, bool seen)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_watch *w = n->watch;
+	size_t plen = entry_path(in, n, name, len, 0);
+
+	if (!seen || plen == SIZE_MAX)
+		return;
+	if (gone)
+		bury(nx, nx_node_find(&nx->paths, n, name, len));
+	nx_emit(nx, w, NOTIFYX_MOVED_OUT, gone ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
+		NULL, 0);
+	nx_emit(nx, w, NOTIFYX_MOVED_IN, came ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
+		NULL, 0);
+	if (came)
+		add_subdir(nx, n, name, len, w->flags & NOTIFYX_WATCH_LIST);
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -838,9 +1217,21 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	size_t nlen = entry_path(in, b, m->tname, m->tlen, 0);
 	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) | (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
 
-	if (olen == SIZE_MAX || nlen == SIZE_MAX)
+	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
+		too_long(nx, olen == SIZE_MAX ? a : b);
 		return;
+	}
 	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+	if (m->exchange && w->nexclude) {
+		bool old_out = nx_excluded(nx, w, in->path[1], in->path[1] + olen - m->flen);
+		bool new_out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
+		if (old_out || new_out) {
+			exchange_hidden(nx, new_out ? a : b, new_out ? m->fname : m->tname,
+					new_out ? m->flen : m->tlen, new_out ? m->isdir : m->to_isdir,
+					new_out ? m->to_isdir : m->isdir, !(old_out && new_out));
+			return;
+		}
+	}
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
 		struct nx_treemove t = {
 			.a = a, .b = b, .fname = m->fname, .flen = m->flen,
@@ -858,6 +1249,30 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 		return;
 	}
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
+}
+
+/*
+ * A directory arrives (a lone MOVED_TO) where the table has a node already.
+ * Either the arrival replaced that directory, or the node is the arriving
+ * directory itself: a listing made while it was being moved in found it
+ * there (and listed it; it is not listed again).  Its own kernel watch tells:
+ * one added after the MOVED_TO was queued is on what arrived, and the kernel
+ * queues the IN_MOVE_SELF of a moved directory right after the MOVED_TO.
+ */
+static bool arrived_known(const struct ino *in, const struct nx_node *n)
+{
+	const struct kwatch *kw = n->kref;
+	struct inrec r;
+
+	if (kw && kw->born > in->cur)
+		return true;
+	for (size_t pos = in->next; kw && nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if (r.mask & (IN_MOVED_FROM | IN_MOVED_TO))
+			break; /* the next move: its MOVE_SELF would be another's */
+		if (r.wd == kw->kwd && !r.name_len && (r.mask & IN_MOVE_SELF))
+			return true;
+	}
+	return false;
 }
 
 static void do_move(struct notifyx *nx, const struct move *m)
@@ -878,8 +1293,10 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		size_t len = entry_path(in, a, m->fname, m->flen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX) {
+			too_long(nx, a);
 			continue;
+		}
 		sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
@@ -896,14 +1313,18 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (paired)
 			continue;
 		size_t len = entry_path(in, b, m->tname, m->tlen, 0);
-		if (len == SIZE_MAX)
+		if (len == SIZE_MAX) {
+			too_long(nx, b);
 			continue;
+		}
 		struct nx_watch *w = b->watch;
-		if (m->isdir)
-			bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+		struct nx_node *old = m->isdir ? nx_node_find(&nx->paths, b, m->tname, m->tlen) : NULL;
+		bool known = old && arrived_known(in, old);
+		if (old && !known)
+			bury(nx, old); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
-		if (m->isdir && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
+		if (m->isdir && !known && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
 			add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
 	}
 }
@@ -932,12 +1353,90 @@ static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, s
 	return 0;
 }
 
+/* True when each watch that sees one half of a move sees the other: an
+ * exchange is reported as one event only then (see BUGS in notifyx(7)). */
+static bool within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
+{
+	struct ino *in = ino_of(nx);
+	size_t na = subscribers(nx, a, 0), nb = subscribers(nx, b, 1);
+
+	for (size_t i = 0; i < na + nb; i++) {
+		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
+		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
+		size_t nother = i < na ? nb : na, j;
+		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
+			;
+		if (j == nother)
+			return false;
+	}
+	return true;
+}
+
+/* Does some watch subscribed to kw exclude its entry name? */
+static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	struct ino *in = ino_of(nx);
+
+	for (struct nx_node *s = kw->subs; s; s = s->knext) {
+		size_t plen = s->watch->nexclude ? entry_path(in, s, name, len, 1) : SIZE_MAX;
+		if (plen != SIZE_MAX && nx_excluded(nx, s->watch, in->path[1], in->path[1] + plen - len))
+			return true;
+	}
+	return false;
+}
+
+/* Is there an entry name in the directory of kernel watch kw now? */
+static bool entry_exists(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	char buf[NAME_MAX + 1];
+	struct stat st;
+	bool ret;
+	int fd = -1;
+
+	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
+		if (!s->dead)
+			fd = open_node(nx, s);
+	if (fd < 0)
+		return false;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	ret = fstatat(fd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return ret;
+}
+
+/* Two non-directories that swapped names reach inotify as a rename onto an
+ * existing name and a rename back, reported as two RENAMEs (API.md).  Where
+ * a watch sees only one of the names, the two readings differ for it (the
+ * name it sees stays, or goes): there the state decides, an exchange when
+ * the names seen exist now. */
+static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
+	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
+
+	bool ha, hb;
+
+	if (!a || !b)
+		return false;
+	ha = hides(nx, a, from->name, from->name_len);
+	hb = hides(nx, b, to->name, to->name_len);
+	if (!ha && !hb && within_watches(nx, a, b))
+		return false;
+	/* A hidden name may have gone since without an event: only the names
+	 * seen count. */
+	return (ha || entry_exists(nx, a, from->name, from->name_len)) &&
+	       (hb || entry_exists(nx, b, to->name, to->name_len));
+}
+
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
  * pair; MOVE_SELF records of the moved entries may come between. */
-static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from,
+static size_t find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
 			    const struct inrec *to, bool *incomplete, bool *to_isdir,
 			    uint32_t *cookie)
 {
+	struct ino *in = ino_of(nx);
 	struct inrec r, t;
 
 	*incomplete = false;
@@ -956,7 +1455,8 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 			return 0;
 		/* Entries of different types can only have been exchanged, and a
 		 * directory replaced by a rename would have ended its own watch. */
-		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR))
+		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR) &&
+		    !files_exchanged(nx, from, to))
 			return 0;
 		*to_isdir = r.mask & IN_ISDIR;
 		*cookie = r.cookie;
@@ -966,25 +1466,6 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 	}
 	*incomplete = true;
 	return 0;
-}
-
-/* True when each watch that sees one half of a move sees the other: an
- * exchange is reported as one event only then (see BUGS in notifyx(7)). */
-static bool within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
-{
-	struct ino *in = ino_of(nx);
-	size_t na = subscribers(nx, a, 0), nb = subscribers(nx, b, 1);
-
-	for (size_t i = 0; i < na + nb; i++) {
-		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
-		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
-		size_t nother = i < na ? nb : na, j;
-		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
-			;
-		if (j == nother)
-			return false;
-	}
-	return true;
 }
 
 /* The record at the start of what waits needs a later one: false while
@@ -1031,7 +1512,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
 	m.tname = to.name;
 	m.tlen = to.name_len;
-	if (!find_exchange(in, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
+	if (!find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
 		if (incomplete && !drained)
 			return false; /* read on: the reverse pair may follow */
 		consume(in, tpos);
@@ -1064,9 +1545,10 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
  * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
  * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
  * same name).  Applied in that order, the arrival would be undone; the
- * departure must come first.  It is surely an exchange only when the two
- * entries differ in type: a directory moved in and moved on looks like an
- * exchange of two directories, and is taken as what it most often is.
+ * departure must come first.  It is surely an exchange when the two entries
+ * differ in type; an entry moved in and moved on looks the same as an
+ * exchange of two of one type, and the state tells them apart: after an
+ * exchange the name is there (and when it went since, its DELETE follows).
  * Sets *fpos to the departure, or 0;
  * returns false when more of the stream must be read to tell.
  */
@@ -1080,7 +1562,9 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
 			continue;
 		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
-		    !memcmp(f->name, to->name, f->name_len) && ((f->mask ^ to->mask) & IN_ISDIR))
+		    !memcmp(f->name, to->name, f->name_len) &&
+		    (((f->mask ^ to->mask) & IN_ISDIR) ||
+		     entry_exists(nx, nx_map_get(&in->kwatches, (uint64_t)to->wd), to->name, to->name_len)))
 			*fpos = pos;
 		return true;
 	}
@@ -1099,6 +1583,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 
 	while (nx_inotify_decode(in->buf, in->len, pos, &r)) {
 		in->next = pos + r.size;
+		in->cur = in->stream - in->len + pos;
 		if (r.mask & IN_Q_OVERFLOW) {
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
@@ -1167,8 +1652,10 @@ static int ino_process(struct notifyx *nx)
 		}
 		/* EINVAL: the next record does not fit in what is left of the buffer. */
 		drained = n <= 0;
-		if (n > 0)
+		if (n > 0) {
 			in->len += (size_t)n;
+			in->stream += (uint64_t)n;
+		}
 		size_t used = parse(nx, drained || in->len == sizeof(in->buf));
 		memmove(in->buf, in->buf + used, in->len - used);
 		in->len -= used;
@@ -1190,6 +1677,8 @@ static int ino_process(struct notifyx *nx)
 	}
 	if (dry && !in->holding)
 		dry_point(nx);
+	if (dry)
+		check_mounts(nx);
 	errno = err;
 	return ret;
 }
@@ -1206,6 +1695,7 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	}
 	memcpy(in->buf + in->len, data, len);
 	in->len += len;
+	in->stream += len;
 	size_t used = parse(nx, drained || in->len == sizeof(in->buf));
 	memmove(in->buf, in->buf + used, in->len - used);
 	in->len -= used;
@@ -1235,19 +1725,29 @@ static uint32_t ino_supported(const struct notifyx *nx)
 static int ino_open(struct notifyx *nx)
 {
 	struct ino *in = calloc(1, sizeof(*in));
+	struct epoll_event ev = { .events = EPOLLPRI };
 
 	if (!in)
 		return -1;
 	in->proc_fd = true;
 	in->timerfd = -1;
 	in->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	/* Without them a lazy unmount is seen only when the kernel reports it. */
+	in->mnt_wake = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	in->mnt_check = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	ev.data.fd = in->mnt_wake;
 	if (in->fd < 0 || (in->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
-	    nx_epoll_add(nx, in->fd) < 0 || nx_epoll_add(nx, in->timerfd) < 0) {
+	    nx_epoll_add(nx, in->fd) < 0 || nx_epoll_add(nx, in->timerfd) < 0 ||
+	    (in->mnt_wake >= 0 && epoll_ctl(nx->epfd, EPOLL_CTL_ADD, in->mnt_wake, &ev) < 0)) {
 		int err = errno;
 		if (in->fd >= 0)
 			close(in->fd);
 		if (in->timerfd >= 0)
 			close(in->timerfd);
+		if (in->mnt_wake >= 0)
+			close(in->mnt_wake);
+		if (in->mnt_check >= 0)
+			close(in->mnt_check);
 		free(in);
 		errno = err;
 		return -1;
@@ -1260,6 +1760,7 @@ static int ino_open(struct notifyx *nx)
 static void ino_close(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
+	struct nx_watch *w;
 	struct kwatch *kw;
 	size_t pos = 0;
 
@@ -1267,14 +1768,31 @@ static void ino_close(struct notifyx *nx)
 	 * forked child it only drops the child's reference). */
 	close(in->fd);
 	close(in->timerfd);
+	if (in->mnt_wake >= 0)
+		close(in->mnt_wake);
+	if (in->mnt_check >= 0)
+		close(in->mnt_check);
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct iwatch *iw = iw_of(w);
+		if (iw && iw->rootfd >= 0)
+			close(iw->rootfd);
+		if (iw)
+			free(iw->rootname);
+		free(iw);
+		w->bdata = NULL;
+	}
+	pos = 0;
 	while (nx_map_next(&in->kwatches, &pos, NULL, (void **)&kw)) {
 		for (struct nx_node *n = kw->subs; n; n = n->knext)
 			n->kref = NULL;
 		free(kw);
 	}
 	nx_map_free(&in->kwatches);
-	nx_map_free(&in->suppress);
-	free_graveyard(nx);
+	nx_map_free(&in->mounts);
+	for (int i = 0; i < 2; i++) {
+		nx_map_free(&in->suppress[i]);
+		free_graveyard(nx, i);
+	}
 	for (size_t i = 0; i < in->ndeferred; i++)
 		free(in->deferred[i].name);
 	free(in->deferred);
@@ -1283,27 +1801,70 @@ static void ino_close(struct notifyx *nx)
 	free(in);
 }
 
+static void free_iwatch(struct ino *in, struct nx_watch *w)
+{
+	struct iwatch *iw = iw_of(w);
+
+	if (!iw)
+		return;
+	unguard(in, w);
+	if (iw->rootfd >= 0)
+		close(iw->rootfd);
+	free(iw->rootname);
+	free(iw);
+	w->bdata = NULL;
+}
+
 static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	struct ino *in = ino_of(nx);
+	struct iwatch *iw = calloc(1, sizeof(*iw));
+	struct stat st;
 	int err;
 
-	/* The core checked that these flags come with a directory. */
+	if (!iw)
+		return -1;
+	w->bdata = iw;
+	/* The root is reached through this descriptor from now on (held by
+	 * recursive watches; the others need it only to be set up). */
+	iw->rootfd = open(w->abspath, O_PATH | O_CLOEXEC |
+			  (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
+	if (iw->rootfd < 0 || fstat(iw->rootfd, &st) < 0)
+		goto fail;
+	iw->isdir = S_ISDIR(st.st_mode);
+	iw->dev = st.st_dev;
+	iw->ino = st.st_ino;
+	iw->mnt_id = nx_mount_id(iw->rootfd);
+	if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && iw->isdir && iw->mnt_id)
+		hold_mount_parent(in, iw);
 	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
 		in->path[2][0] = '\0';
-		if (walk(nx, w->root, -1, w->abspath, in->path[2], 0, 0,
-			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended)
-			return 0;
+		if (!iw->isdir) { /* the core checked, but it may have changed since */
+			errno = ENOTDIR;
+			goto fail;
+		}
+		if (walk(nx, w->root, -1, "", in->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+			 true) < 0 || w->ended)
+			goto fail;
+		if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && guard(nx, w, true) < 0)
+			goto fail;
 	} else {
 		uint32_t extra = (w->flags & NOTIFYX_WATCH_NOFOLLOW ? IN_DONT_FOLLOW : 0) |
 				 (w->flags & NOTIFYX_WATCH_ONLYDIR ? IN_ONLYDIR : 0);
-		if (attach(in, w->root, w->abspath, extra) == 0)
-			return 0;
+		if (attach(in, w->root, w->abspath, extra) < 0)
+			goto fail;
 	}
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE)) {
+		close(iw->rootfd);
+		iw->rootfd = -1;
+	}
+	return 0;
+fail:
 	/* Nothing of a failed watch stays behind. */
 	err = errno;
 	bury(nx, w->root);
 	w->root = NULL;
+	free_iwatch(in, w);
 	errno = err;
 	return -1;
 }
@@ -1312,6 +1873,7 @@ static void ino_rm_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	bury(nx, w->root);
 	w->root = NULL;
+	free_iwatch(ino_of(nx), w);
 }
 
 const struct nx_backend nx_backend_inotify = {

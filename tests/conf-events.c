@@ -230,6 +230,33 @@ static void unmount_below_root(void **state)
 	TU_NONE(&f->log, wd, NOTIFYX_UNMOUNT, NULL);
 }
 
+/* The same while the filesystem is busy (the test holds a directory of it
+ * open): umount -l then raises no kernel unmount event until it is
+ * released, and the watch must still learn it (0.2). */
+static void unmount_below_root_busy(void **state)
+{
+	struct tu_fix *f = F(state);
+	const char *m;
+	int wd, fd;
+
+	tu_require_root("mounting a private tmpfs");
+	m = tu_mount_tmpfs(f, "mnt");
+	tu_mkdir(tu_path(m, "d"));
+	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+	tu_touch(tu_path(m, "d/f"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "mnt/d/f");
+	fd = open(tu_path(m, "d"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(umount2(m, MNT_DETACH), 0);
+	TU_WAIT(&f->log, wd, NOTIFYX_OVERFLOW, "");
+	tu_touch(tu_path(f->dir, "mnt/after"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "mnt/after");
+	close(fd);
+	tu_settle(&f->log);
+	TU_NONE(&f->log, wd, NOTIFYX_IGNORED, NULL);
+	TU_NONE(&f->log, wd, NOTIFYX_UNMOUNT, NULL);
+}
+
 /* mkdir -p iN/b/c and a file inside, at once: each entry exactly once. */
 static void appear_exactly_once(void **state)
 {
@@ -739,6 +766,7 @@ int conf_events_run(void)
 		cmocka_unit_test_setup_teardown(unmount_plain, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(unmount_lazy, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(unmount_below_root, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(unmount_below_root_busy, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(appear_exactly_once, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(go_subtree, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rename_inside, tu_setup, tu_teardown),
