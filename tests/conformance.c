@@ -32,6 +32,7 @@
 
 int conf_events_run(void);
 int conf_process_run(void);
+int conf_hold_run(void);
 
 /* The header's version check is an integer constant expression. */
 #if !NOTIFYX_CHECK_VERSION(0, 0, 0)
@@ -1393,6 +1394,7 @@ int main(int argc, char **argv)
 	failed = cmocka_run_group_tests_name(tu_fmt("conformance (%s)", name), tests, NULL, NULL);
 	failed += conf_events_run();
 	failed += conf_process_run();
+	failed += conf_hold_run();
 	tu_watches_restore();
 	return failed ? 1 : 0;
 }
