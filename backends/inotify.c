@@ -73,6 +73,14 @@ struct ino {
 	size_t nblocked, blocked_cap;
 	uint32_t wait_cookie[64];
 	size_t nwait_cookie;
+	/* This pass: the kernel watches of the records held (see sync_holds). */
+	int held_kwd[16];
+	size_t nheld_kwd;
+	/* The last sync: what the records before sync_end in these kernel
+	 * watches wait for is in the kernel queue, or not coming. */
+	int sync_kwd[16];
+	size_t nsync_kwd, sync_end;
+	bool fed;             /* records came from nx_inotify_feed: never sync */
 	/* When buf was read: reads[i].ns for the bytes up to reads[i].end. */
 	struct { size_t end; uint64_t ns; } reads[READ_BUF / sizeof(struct inotify_event)];
 	size_t nreads;
@@ -1056,6 +1064,17 @@ static void drop_front(struct ino *in, size_t used)
 		}
 	}
 	in->nreads = j;
+	in->sync_end = in->sync_end > used ? in->sync_end - used : 0;
+	if (!in->sync_end)
+		in->nsync_kwd = 0;
+}
+
+static bool has_kwd(const int *v, size_t n, int kwd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == kwd)
+			return true;
+	return false;
 }
 
 /* The record at pos needs a later one that is not in buf: true while it
@@ -1066,16 +1085,65 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	struct ino *in = ino_of(nx);
 	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
 	struct inotify_event ev;
-	int later = -1;
+	int later = -1, kwd = -1;
+	bool synced = drained && pos < in->sync_end;
 
-	for (; later < HOLD_DISTANCE && peek(in, pos, &ev); pos += sizeof(ev) + ev.len)
-		later++;
-	if (nx->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until))
+	for (size_t p = pos; later < HOLD_DISTANCE && peek(in, p, &ev); p += sizeof(ev) + ev.len)
+		if (later++ < 0)
+			kwd = ev.wd;
+	if (nx->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
+	    (synced && has_kwd(in->sync_kwd, in->nsync_kwd, kwd)))
 		return false;
 	if (!in->holding || until < in->hold_until)
 		in->hold_until = until;
 	in->holding = true;
+	if (in->nheld_kwd < sizeof(in->held_kwd) / sizeof(in->held_kwd[0]) &&
+	    !has_kwd(in->held_kwd, in->nheld_kwd, kwd))
+		in->held_kwd[in->nheld_kwd++] = kwd;
 	return true;
+}
+
+/*
+ * Ends holds early where it can tell: a rename queues both of its halves
+ * (and both pairs of an exchange) while it holds the lock of the directories
+ * it changes, and reading a directory takes that lock too.  Once the library
+ * has read the directory of each record held, the second halves that are
+ * coming are in the kernel queue: those that a read then does not find will
+ * not come.  Returns false when no directory could be read (the holds then
+ * end by time or distance only).
+ */
+static bool sync_holds(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	char buf[1024];
+
+	in->nsync_kwd = 0;
+	for (size_t i = 0; i < in->nheld_kwd; i++) {
+		struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)in->held_kwd[i]);
+		struct nx_node *n = kw ? kw->subs : NULL;
+		int pfd, fd;
+
+		while (n && n->dead)
+			n = n->knext;
+		if (!n || (pfd = open_node(nx, n)) < 0)
+			continue;
+		fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+		if (fd < 0 && errno == EPERM) /* O_NOATIME: not the owner */
+			fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+		close(pfd);
+		if (fd < 0)
+			continue;
+		bool ok = getdents64(fd, buf, sizeof(buf)) >= 0;
+		close(fd);
+		/* Its OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
+		sup_listing(in, kw, "", 0, IN_OPEN, 1);
+		if (n->parent && n->parent->kref)
+			sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, 1);
+		if (ok)
+			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
+	}
+	in->sync_end = in->nsync_kwd ? in->len : 0;
+	return in->nsync_kwd > 0;
 }
 
 static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
@@ -1249,7 +1317,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 	size_t pos = 0, keep = SIZE_MAX;
 
 	in->holding = in->block_all = false;
-	in->nblocked = in->nwait_cookie = 0;
+	in->nblocked = in->nwait_cookie = in->nheld_kwd = 0;
 	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
 		bool done = true;
 		in->next = pos + r.size;
@@ -1307,7 +1375,7 @@ static int ino_process(struct notifyx *nx)
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
 	int ret = 0, err = 0;
-	bool dry = false;
+	bool dry = false, synced = false;
 
 	/* Reset the timer's readiness once it has fired; until then it stays
 	 * armed (a hold ended early costs one spurious wakeup, no more). */
@@ -1334,6 +1402,11 @@ static int ino_process(struct notifyx *nx)
 			note_read(in);
 		}
 		drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
+		if (drained && in->holding && !synced && !in->fed) {
+			synced = true;
+			if (sync_holds(nx))
+				continue; /* read what the sync let in, then parse again */
+		}
 		if (drained) {
 			dry = !in->len;
 			break;
@@ -1367,6 +1440,7 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	}
 	memcpy(in->buf + in->len, data, len);
 	in->len += len;
+	in->fed = true;
 	note_read(in);
 	drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
 	if (drained && !in->holding && !in->len)
