@@ -41,6 +41,9 @@
 /* A first half is given up once this many later records were read without
  * its second half (GLib's rule); its second half is not looked for further. */
 #define HOLD_DISTANCE 128
+/* The changes of a directory's entries: each is queued while the directory's
+ * lock is held (see sync_holds). */
+#define DIR_CHANGES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 /* A directory is entered only if every path below it still fits. */
 #define MAX_DIR_PATH (PATH_MAX - 2 - NAME_MAX)
 
@@ -73,8 +76,10 @@ struct ino {
 	size_t nblocked, blocked_cap;
 	uint32_t wait_cookie[64];
 	size_t nwait_cookie;
-	/* This pass: the kernel watches of the records held (see sync_holds). */
+	/* This pass: the kernel watches of the MOVED_FROMs held, and the name
+	 * of the last one of each (see sync_holds). */
 	int held_kwd[16];
+	char held_name[16][NAME_MAX + 1];
 	size_t nheld_kwd;
 	/* The last sync: what the records before sync_end in these kernel
 	 * watches wait for is in the kernel queue, or not coming. */
@@ -1085,61 +1090,70 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	struct ino *in = ino_of(nx);
 	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
 	struct inotify_event ev;
-	int later = -1, kwd = -1;
+	int later = -1;
+	struct inrec r;
 	bool synced = drained && pos < in->sync_end;
 
+	if (!nx_inotify_decode(in->buf, in->len, pos, &r))
+		return false;
 	for (size_t p = pos; later < HOLD_DISTANCE && peek(in, p, &ev); p += sizeof(ev) + ev.len)
-		if (later++ < 0)
-			kwd = ev.wd;
+		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
+			return false; /* made under the lock the move held: see sync_holds */
 	if (nx->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
-	    (synced && has_kwd(in->sync_kwd, in->nsync_kwd, kwd)))
+	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
 		return false;
 	if (!in->holding || until < in->hold_until)
 		in->hold_until = until;
 	in->holding = true;
-	if (in->nheld_kwd < sizeof(in->held_kwd) / sizeof(in->held_kwd[0]) &&
-	    !has_kwd(in->held_kwd, in->nheld_kwd, kwd))
-		in->held_kwd[in->nheld_kwd++] = kwd;
+	if (!(r.mask & IN_MOVED_FROM) || r.name_len > NAME_MAX)
+		return true;
+	size_t i = 0;
+	while (i < in->nheld_kwd && in->held_kwd[i] != r.wd)
+		i++;
+	if (i == sizeof(in->held_kwd) / sizeof(in->held_kwd[0]))
+		return true; /* not synced: ends by time or distance */
+	in->nheld_kwd += i == in->nheld_kwd;
+	in->held_kwd[i] = r.wd;
+	memcpy(in->held_name[i], r.name, r.name_len);
+	in->held_name[i][r.name_len] = '\0';
 	return true;
 }
 
 /*
- * Ends holds early where it can tell: a rename queues both of its halves
- * (and both pairs of an exchange) while it holds the lock of the directories
- * it changes, and reading a directory takes that lock too.  Once the library
- * has read the directory of each record held, the second halves that are
- * coming are in the kernel queue: those that a read then does not find will
- * not come.  Returns false when no directory could be read (the holds then
- * end by time or distance only).
+ * Ends the holds of MOVED_FROMs early where it can tell.  A rename queues
+ * both of its halves while it holds the lock of the directory it moves from,
+ * and every change of that directory's entries takes the same lock: so of the
+ * MOVED_FROMs of one directory only the last can still wait for its second
+ * half (a later change of that directory's entries in the stream shows it
+ * has not), and only while that lock is held.  Looking up its old name takes the
+ * lock (d_move() left no entry of that name in the dentry cache, and none can
+ * appear while the lock is held); once that lookup returned, what the rename
+ * queued is in the kernel queue, and a second half that the next read does
+ * not find will not come.  (An exchange leaves the old name in the cache at
+ * once: one split by the read exactly between its halves ends as at a
+ * timeout, as two lone halves.)  Returns false when no directory could be
+ * reached (the holds then end by time or distance only).
  */
 static bool sync_holds(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
-	char buf[1024];
+	struct stat st;
 
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
 		struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)in->held_kwd[i]);
 		struct nx_node *n = kw ? kw->subs : NULL;
-		int pfd, fd;
+		int pfd;
 
 		while (n && n->dead)
 			n = n->knext;
 		if (!n || (pfd = open_node(nx, n)) < 0)
 			continue;
-		fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
-		if (fd < 0 && errno == EPERM) /* O_NOATIME: not the owner */
-			fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+		/* ENOENT is the usual answer: either answer comes from the lookup. */
+		bool looked = fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+			      errno == ENOENT;
 		close(pfd);
-		if (fd < 0)
-			continue;
-		bool ok = getdents64(fd, buf, sizeof(buf)) >= 0;
-		close(fd);
-		/* Its OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
-		sup_listing(in, kw, "", 0, IN_OPEN, 1);
-		if (n->parent && n->parent->kref)
-			sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, 1);
-		if (ok)
+		if (looked)
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;
