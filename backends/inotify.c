@@ -956,15 +956,20 @@ static bool peek(const struct ino *in, size_t pos, struct inotify_event *ev)
 	return ev->len <= in->len - pos - sizeof(*ev);
 }
 
-/* Finds the MOVED_TO of cookie among the HOLD_DISTANCE records after pos
- * (pos: the record after the MOVED_FROM); 0 when not there. */
-static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, struct inrec *out)
+/* Finds the MOVED_TO of the MOVED_FROM from among the HOLD_DISTANCE records
+ * after pos (the record after from); 0 when not there.  It comes before any
+ * later change of from's directory (see sync_holds): the search ends there. */
+static size_t find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+			    struct inrec *out)
 {
 	struct inotify_event ev;
 
-	for (int n = 0; n < HOLD_DISTANCE && peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len)
-		if ((ev.mask & IN_MOVED_TO) && ev.cookie == cookie)
+	for (int n = 0; n < HOLD_DISTANCE && peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len) {
+		if ((ev.mask & IN_MOVED_TO) && ev.cookie == from->cookie)
 			return nx_inotify_decode(in->buf, in->len, pos, out) ? pos : 0;
+		if (ev.wd == from->wd && (ev.mask & DIR_CHANGES))
+			return 0;
+	}
 	return 0;
 }
 
@@ -983,7 +988,7 @@ static size_t find_exchange(struct ino *in, size_t pos, const struct inrec *from
 		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
 		    memcmp(r.name, to->name, r.name_len))
 			return 0;
-		size_t tpos = find_moved_to(in, pos + r.size, r.cookie, &t);
+		size_t tpos = find_moved_to(in, pos + r.size, &r, &t);
 		if (!tpos) {
 			*incomplete = true;
 			return 0;
@@ -1214,7 +1219,7 @@ static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
 	/* A pair is reported in place of its first half: where the second
 	 * half's watches wait, the whole move waits. */
 	return (r->mask & IN_MOVED_FROM) &&
-	       (tpos = find_moved_to(in, pos + r->size, r->cookie, &to)) &&
+	       (tpos = find_moved_to(in, pos + r->size, r, &to)) &&
 	       kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
 }
 
@@ -1233,7 +1238,7 @@ static void defer(struct notifyx *nx, size_t pos, const struct inrec *r)
 		in->block_all = true;
 	else
 		in->wait_cookie[in->nwait_cookie++] = r->cookie;
-	if (find_moved_to(in, pos + r->size, r->cookie, &to))
+	if (find_moved_to(in, pos + r->size, r, &to))
 		block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
 }
 
@@ -1243,7 +1248,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 {
 	struct ino *in = ino_of(nx);
 	struct inrec to;
-	size_t tpos = find_moved_to(in, pos + r->size, r->cookie, &to);
+	size_t tpos = find_moved_to(in, pos + r->size, r, &to);
 	struct move m = {
 		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
 		.fname = r->name, .flen = r->name_len,
