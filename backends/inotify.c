@@ -1394,7 +1394,8 @@ static int ino_process(struct notifyx *nx)
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
 	int ret = 0, err = 0;
-	bool dry = false, synced = false;
+	bool dry = false;
+	int syncs = 0;
 
 	/* Reset the timer's readiness once it has fired; until then it stays
 	 * armed (a hold ended early costs one spurious wakeup, no more). */
@@ -1421,11 +1422,9 @@ static int ino_process(struct notifyx *nx)
 			note_read(in);
 		}
 		drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
-		if (drained && in->holding && !synced && !in->fed) {
-			synced = true;
-			if (sync_holds(nx))
-				continue; /* read what the sync let in, then parse again */
-		}
+		/* A few rounds: a move made meanwhile may be held in its turn. */
+		if (drained && in->holding && !in->fed && syncs++ < 4 && sync_holds(nx))
+			continue; /* read what the sync let in, then parse again */
 		if (drained) {
 			dry = !in->len;
 			break;
