@@ -53,6 +53,12 @@ struct kwatch {
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 };
 
+/* When the bytes of buf up to end were read. */
+struct read_mark {
+	size_t end;
+	uint64_t ns;
+};
+
 /* A directory that appeared where the library could not reach it yet. */
 struct deferred {
 	struct nx_node *node;
@@ -86,8 +92,8 @@ struct ino {
 	int sync_kwd[16];
 	size_t nsync_kwd, sync_end;
 	bool fed;             /* records came from nx_inotify_feed: never sync */
-	/* When buf was read: reads[i].ns for the bytes up to reads[i].end. */
-	struct { size_t end; uint64_t ns; } reads[READ_BUF / sizeof(struct inotify_event)];
+	/* When the records in buf were read, oldest first. */
+	struct read_mark reads[READ_BUF / sizeof(struct inotify_event)];
 	size_t nreads;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
@@ -1049,7 +1055,7 @@ static void note_read(struct ino *in)
 	if (in->nreads == max) /* only when fed byte by byte: an earlier time ends sooner */
 		in->reads[max - 1].end = in->len;
 	else
-		in->reads[in->nreads++] = (typeof(in->reads[0])){ in->len, nx_now_ns() };
+		in->reads[in->nreads++] = (struct read_mark){ in->len, nx_now_ns() };
 }
 
 static uint64_t read_at(const struct ino *in, size_t pos)
@@ -1095,7 +1101,7 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	struct ino *in = ino_of(nx);
 	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
 	struct inotify_event ev;
-	int later = -1;
+	int later = -1; /* the records read after it */
 	struct inrec r;
 	bool synced = drained && pos < in->sync_end;
 
