@@ -92,8 +92,10 @@ struct ino {
 	int sync_kwd[16];
 	size_t nsync_kwd, sync_end;
 	bool fed;             /* records came from nx_inotify_feed: never sync */
-	/* When the records in buf were read, oldest first. */
-	struct read_mark reads[READ_BUF / sizeof(struct inotify_event)];
+	/* When the records in buf were read, oldest first (the last mark
+	 * grows when they are all taken: those records then end their holds
+	 * sooner, never later). */
+	struct read_mark reads[256];
 	size_t nreads;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
@@ -1052,7 +1054,7 @@ static void note_read(struct ino *in)
 
 	if (in->nreads && in->reads[in->nreads - 1].end >= in->len)
 		return;
-	if (in->nreads == max) /* only when fed byte by byte: an earlier time ends sooner */
+	if (in->nreads == max)
 		in->reads[max - 1].end = in->len;
 	else
 		in->reads[in->nreads++] = (struct read_mark){ in->len, nx_now_ns() };
