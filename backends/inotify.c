@@ -1405,8 +1405,7 @@ static int ino_process(struct notifyx *nx)
 	bool dry = false;
 	int syncs = 0;
 
-	/* Reset the timer's readiness once it has fired; until then it stays
-	 * armed (a hold ended early costs one spurious wakeup, no more). */
+	/* Reset the timer's readiness once it has fired. */
 	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
 	for (;;) {
@@ -1447,6 +1446,10 @@ static int ino_process(struct notifyx *nx)
 		in->no_wait = true;
 		drop_front(in, parse(nx, true));
 		in->no_wait = false;
+	} else if (!in->holding && in->timer_armed) {
+		/* The holds ended sooner: no spurious wakeup later. */
+		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+		in->timer_armed = timerfd_settime(in->timerfd, 0, &off, NULL) < 0;
 	}
 	if (dry && !in->holding)
 		dry_point(nx);
