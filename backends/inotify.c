@@ -12,9 +12,11 @@
  * CREATEs the kernel also reports for entries the listing found are dropped
  * (the "suppress" table, kept for two generations of at least SUP_KEEP_NS).
  *
- * The two halves of a move are paired by cookie.  When a MOVED_FROM is the
- * last record read, the rest of the stream waits for its MOVED_TO for at most
- * NX_HOLD_NS (a timerfd in the handle's epoll set ends the wait).
+ * The two halves of a move are paired by cookie.  A MOVED_FROM whose MOVED_TO
+ * is not there is held (see "the hold" below): for at most NX_HOLD_NS from
+ * the moment it was read (a timerfd in the handle's epoll set ends the
+ * wait), and no longer once HOLD_DISTANCE later records have been read.
+ * Only the events of the watches it concerns wait behind it.
  */
 #include "config.h"
 
@@ -40,6 +42,12 @@
 #include "treepath.h"
 
 #define READ_BUF (64 * 1024)
+/* A first half is given up once this many later records were read without
+ * its second half (GLib's rule); its second half is not looked for further. */
+#define HOLD_DISTANCE 128
+/* The changes of a directory's entries: each is queued while the directory's
+ * lock is held (see sync_holds). */
+#define DIR_CHANGES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
 struct kwatch {
 	int kwd;
@@ -64,6 +72,12 @@ struct iwatch {
 	struct nx_watch *gnext; /* next watch of guard->guards */
 };
 
+/* When the bytes of buf up to end were read. */
+struct read_mark {
+	size_t end;
+	uint64_t ns;
+};
+
 /* A directory that appeared where the library could not reach it yet. */
 struct deferred {
 	struct nx_node *node;
@@ -78,10 +92,33 @@ struct ino {
 	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
 	int mnt_check;        /* a private one, polled by process() itself */
 	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
-	bool holding;         /* the record at buf[0] is a MOVED_FROM waiting for its pair */
+	bool holding;         /* a record in buf waits for a later one (a hold) */
+	bool no_wait;         /* end every hold now (the timer cannot be armed) */
 	bool timer_armed;
 	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
-	uint64_t hold_until;
+	bool block_all;       /* this pass: every later record waits */
+	uint64_t hold_until;  /* the earliest end of the holds of the last pass */
+	/* This pass over buf: the watches whose later events wait behind a
+	 * record that waits, and the cookies of the MOVED_FROMs that wait. */
+	struct nx_watch **blocked;
+	size_t nblocked, blocked_cap;
+	uint32_t wait_cookie[64];
+	size_t nwait_cookie;
+	/* This pass: the kernel watches of the MOVED_FROMs held, and the name
+	 * of the last one of each (see sync_holds). */
+	int held_kwd[16];
+	char held_name[16][NAME_MAX + 1];
+	size_t nheld_kwd;
+	/* The last sync: what the records before sync_end in these kernel
+	 * watches wait for is in the kernel queue, or not coming. */
+	int sync_kwd[16];
+	size_t nsync_kwd, sync_end;
+	bool fed;             /* records came from nx_inotify_feed: never sync */
+	/* When the records in buf were read, oldest first (the last mark
+	 * grows when they are all taken: those records then end their holds
+	 * sooner, never later). */
+	struct read_mark reads[256];
+	size_t nreads;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
 	uint64_t stream;      /* bytes read from fd so far */
@@ -1339,16 +1376,28 @@ static void consume(struct ino *in, size_t pos)
 	memcpy(in->buf + pos, &ev, sizeof(ev));
 }
 
-/* Finds the MOVED_TO of cookie after pos; 0 when not there. */
-static size_t find_moved_to(const struct ino *in, size_t pos, uint32_t cookie, struct inrec *out)
+/* The header of the record at pos, when the whole record is in buf. */
+static bool peek(const struct ino *in, size_t pos, struct inotify_event *ev)
 {
-	struct inrec r;
+	if (in->len - pos < sizeof(*ev))
+		return false;
+	memcpy(ev, in->buf + pos, sizeof(*ev));
+	return ev->len <= in->len - pos - sizeof(*ev);
+}
 
-	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
-		if ((r.mask & IN_MOVED_TO) && r.cookie == cookie) {
-			*out = r;
-			return pos;
-		}
+/* Finds the MOVED_TO of the MOVED_FROM from among the HOLD_DISTANCE records
+ * after pos (the record after from); 0 when not there.  It comes before any
+ * later change of from's directory (see sync_holds): the search ends there. */
+static size_t find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+			    struct inrec *out)
+{
+	struct inotify_event ev;
+
+	for (int n = 0; n < HOLD_DISTANCE && peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len) {
+		if ((ev.mask & IN_MOVED_TO) && ev.cookie == from->cookie)
+			return nx_inotify_decode(in->buf, in->len, pos, out) ? pos : 0;
+		if (ev.wd == from->wd && (ev.mask & DIR_CHANGES))
+			return 0;
 	}
 	return 0;
 }
@@ -1446,7 +1495,7 @@ static size_t find_exchange(struct notifyx *nx, size_t pos, const struct inrec *
 		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
 		    memcmp(r.name, to->name, r.name_len))
 			return 0;
-		size_t tpos = find_moved_to(in, pos + r.size, r.cookie, &t);
+		size_t tpos = find_moved_to(in, pos + r.size, &r, &t);
 		if (!tpos) {
 			*incomplete = true;
 			return 0;
@@ -1468,23 +1517,218 @@ static size_t find_exchange(struct notifyx *nx, size_t pos, const struct inrec *
 	return 0;
 }
 
-/* The record at the start of what waits needs a later one: false while
- * that may still come (within NX_HOLD_NS of the first try once the kernel
- * queue is read dry), true when it is time to go on without it. */
-static bool hold(struct notifyx *nx, bool drained)
+/* ---- the hold ----
+ *
+ * A record that needs a later one (the second half of a move, or the
+ * departure of an exchange with a place outside the watches) waits for it:
+ * at most NX_HOLD_NS from the moment it was read, and no longer once
+ * HOLD_DISTANCE later records have been read.  Records read together wait
+ * together, so N lone moves cost one wait, not N.  Each pass over buf starts
+ * from its first record; a record that waits "blocks" the watches it
+ * concerns for the rest of the pass, so that their later records wait
+ * behind it (never overtaking it), while those of other watches go on. */
+
+/* The bytes up to in->len were just read. */
+static void note_read(struct ino *in)
+{
+	size_t max = sizeof(in->reads) / sizeof(in->reads[0]);
+
+	if (in->nreads && in->reads[in->nreads - 1].end >= in->len)
+		return;
+	if (in->nreads == max)
+		in->reads[max - 1].end = in->len;
+	else
+		in->reads[in->nreads++] = (struct read_mark){ in->len, nx_now_ns() };
+}
+
+static uint64_t read_at(const struct ino *in, size_t pos)
+{
+	for (size_t i = 0; i < in->nreads; i++)
+		if (pos < in->reads[i].end)
+			return in->reads[i].ns;
+	return nx_now_ns();
+}
+
+/* The first used bytes of buf were handled: they leave it. */
+static void drop_front(struct ino *in, size_t used)
+{
+	size_t j = 0;
+
+	memmove(in->buf, in->buf + used, in->len - used);
+	in->len -= used;
+	for (size_t i = 0; i < in->nreads; i++) {
+		if (in->reads[i].end > used) {
+			in->reads[j] = in->reads[i];
+			in->reads[j++].end -= used;
+		}
+	}
+	in->nreads = j;
+	in->sync_end = in->sync_end > used ? in->sync_end - used : 0;
+	if (!in->sync_end)
+		in->nsync_kwd = 0;
+}
+
+static bool has_kwd(const int *v, size_t n, int kwd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == kwd)
+			return true;
+	return false;
+}
+
+/* The record at pos needs a later one that is not in buf: true while it
+ * may still come (read on, or wait), false when it is time to go on
+ * without it.  drained: the kernel had nothing more to give. */
+static bool held(struct notifyx *nx, size_t pos, bool drained)
 {
 	struct ino *in = ino_of(nx);
+	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
+	struct inotify_event ev;
+	int later = -1; /* the records read after it */
+	struct inrec r;
+	bool synced = drained && pos < in->sync_end;
 
-	if (!drained)
+	if (!nx_inotify_decode(in->buf, in->len, pos, &r))
 		return false;
-	if (!in->holding) {
-		in->holding = true;
-		in->hold_until = nx_now_ns() + NX_HOLD_NS;
-	}
-	if (nx_now_ns() < in->hold_until && !nx->flush)
+	for (size_t p = pos; later < HOLD_DISTANCE && peek(in, p, &ev); p += sizeof(ev) + ev.len)
+		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
+			return false; /* made under the lock the move held: see sync_holds */
+	if (nx->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
+	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
 		return false;
-	in->holding = false;
+	if (!in->holding || until < in->hold_until)
+		in->hold_until = until;
+	in->holding = true;
+	if (!(r.mask & IN_MOVED_FROM) || r.name_len > NAME_MAX)
+		return true;
+	size_t i = 0;
+	while (i < in->nheld_kwd && in->held_kwd[i] != r.wd)
+		i++;
+	if (i == sizeof(in->held_kwd) / sizeof(in->held_kwd[0]))
+		return true; /* not synced: ends by time or distance */
+	in->nheld_kwd += i == in->nheld_kwd;
+	in->held_kwd[i] = r.wd;
+	memcpy(in->held_name[i], r.name, r.name_len);
+	in->held_name[i][r.name_len] = '\0';
 	return true;
+}
+
+/*
+ * Ends the holds of MOVED_FROMs early where it can tell.  A rename queues
+ * both of its halves while it holds the lock of the directory it moves from,
+ * and every change of that directory's entries takes the same lock: so of the
+ * MOVED_FROMs of one directory only the last can still wait for its second
+ * half (a later change of that directory's entries in the stream shows it
+ * has not), and only while that lock is held.  Looking up its old name takes the
+ * lock (d_move() left no entry of that name in the dentry cache, and none can
+ * appear while the lock is held); once that lookup returned, what the rename
+ * queued is in the kernel queue, and a second half that the next read does
+ * not find will not come.  (An exchange leaves the old name in the cache at
+ * once: one split by the read exactly between its halves ends as at a
+ * timeout, as two lone halves.)  Returns false when no directory could be
+ * reached (the holds then end by time or distance only).
+ */
+static bool sync_holds(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct stat st;
+
+	in->nsync_kwd = 0;
+	for (size_t i = 0; i < in->nheld_kwd; i++) {
+		struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)in->held_kwd[i]);
+		struct nx_node *n = kw ? kw->subs : NULL;
+		int pfd;
+
+		while (n && n->dead)
+			n = n->knext;
+		if (!n || (pfd = open_node(nx, n)) < 0)
+			continue;
+		/* ENOENT is the usual answer: either answer comes from the lookup. */
+		bool looked = fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+			      errno == ENOENT;
+		close(pfd);
+		if (looked)
+			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
+	}
+	in->sync_end = in->nsync_kwd ? in->len : 0;
+	return in->nsync_kwd > 0;
+}
+
+static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
+{
+	for (size_t i = 0; i < in->nblocked; i++)
+		if (in->blocked[i] == w)
+			return true;
+	return false;
+}
+
+static bool kwatch_blocked(const struct ino *in, const struct kwatch *kw)
+{
+	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext)
+		if (!s->dead && watch_blocked(in, s->watch))
+			return true;
+	return false;
+}
+
+static void block_kwatch(struct ino *in, const struct kwatch *kw)
+{
+	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
+		if (s->dead || watch_blocked(in, s->watch))
+			continue;
+		if (in->nblocked == in->blocked_cap) {
+			size_t cap = in->blocked_cap ? in->blocked_cap * 2 : 8;
+			struct nx_watch **v = realloc(in->blocked, cap * sizeof(*v));
+			if (!v) { /* no room to tell the watches apart: all wait */
+				in->block_all = true;
+				return;
+			}
+			in->blocked = v;
+			in->blocked_cap = cap;
+		}
+		in->blocked[in->nblocked++] = s->watch;
+	}
+}
+
+/* Must the record at pos wait behind one that waits? */
+static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+	size_t tpos;
+
+	if (!in->nblocked && !in->nwait_cookie && !in->block_all)
+		return false;
+	if (in->block_all || (r->mask & IN_Q_OVERFLOW))
+		return true;
+	for (size_t i = 0; i < in->nwait_cookie && (r->mask & IN_MOVED_TO); i++)
+		if (in->wait_cookie[i] == r->cookie)
+			return true; /* its first half waits */
+	if (kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)r->wd)))
+		return true;
+	/* A pair is reported in place of its first half: where the second
+	 * half's watches wait, the whole move waits. */
+	return (r->mask & IN_MOVED_FROM) &&
+	       (tpos = find_moved_to(in, pos + r->size, r, &to)) &&
+	       kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
+}
+
+/* The record at pos waits: so do the later records of its watches. */
+static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+
+	if (r->mask & IN_Q_OVERFLOW)
+		in->block_all = true;
+	block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)r->wd));
+	if (!(r->mask & IN_MOVED_FROM))
+		return;
+	if (in->nwait_cookie == sizeof(in->wait_cookie) / sizeof(in->wait_cookie[0]))
+		in->block_all = true;
+	else
+		in->wait_cookie[in->nwait_cookie++] = r->cookie;
+	if (find_moved_to(in, pos + r->size, r, &to))
+		block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
 }
 
 /* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
@@ -1493,7 +1737,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 {
 	struct ino *in = ino_of(nx);
 	struct inrec to;
-	size_t tpos = find_moved_to(in, pos + r->size, r->cookie, &to);
+	size_t tpos = find_moved_to(in, pos + r->size, r, &to);
 	struct move m = {
 		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
 		.fname = r->name, .flen = r->name_len,
@@ -1501,12 +1745,11 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	};
 
 	if (!tpos) {
-		if (!hold(nx, drained))
+		if (held(nx, pos, drained))
 			return false;
 		do_move(nx, &m); /* its pair is not coming: a move out */
 		return true;
 	}
-	in->holding = false;
 	bool incomplete = false, to_isdir = false;
 	uint32_t rcookie = 0;
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
@@ -1556,6 +1799,7 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			    bool drained, size_t *fpos, struct inrec *f)
 {
 	struct ino *in = ino_of(nx);
+	size_t at = pos;
 
 	*fpos = 0;
 	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
@@ -1570,49 +1814,62 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 	}
 	/* The last record read: its departure may not be queued yet.  Wait
 	 * for it as for the second half of a move. */
-	return hold(nx, drained);
+	return !held(nx, at, drained);
 }
 
-/* Processes the records in buf; returns the bytes consumed.  drained: the
- * kernel had nothing more to give (or the buffer is full). */
+/* Processes the records in buf; returns the bytes that can leave it (the
+ * records before the first one that waits; those handled after it are
+ * consumed in place).  drained: the kernel had nothing more to give (or the
+ * buffer is full). */
 static size_t parse(struct notifyx *nx, bool drained)
 {
 	struct ino *in = ino_of(nx);
 	struct inrec r;
-	size_t pos = 0;
+	size_t pos = 0, keep = SIZE_MAX;
 
-	while (nx_inotify_decode(in->buf, in->len, pos, &r)) {
+	in->holding = in->block_all = false;
+	in->nblocked = in->nwait_cookie = in->nheld_kwd = 0;
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		bool done = true;
 		in->next = pos + r.size;
 		in->cur = in->stream - in->len + pos;
-		if (r.mask & IN_Q_OVERFLOW) {
+		if (!r.mask) {
+			continue; /* consumed */
+		} else if (must_wait(nx, pos, &r)) {
+			done = false;
+		} else if (r.mask & IN_Q_OVERFLOW) {
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
-			if (!moved_from(nx, pos, &r, drained))
-				break;
+			done = moved_from(nx, pos, &r, drained);
 		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
 			size_t fpos;
 			struct inrec f;
-			if (!departure_first(nx, pos, &r, drained, &fpos, &f))
-				break;
-			if (fpos) { /* an exchange with a place outside the watches */
-				if (!moved_from(nx, fpos, &f, drained))
-					break;
-				consume(in, fpos);
+			/* fpos: an exchange with a place outside the watches */
+			done = departure_first(nx, pos, &r, drained, &fpos, &f) &&
+			       (!fpos || moved_from(nx, fpos, &f, drained));
+			if (done) {
+				if (fpos)
+					consume(in, fpos);
+				struct move m = {
+					.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
+					.tname = r.name, .tlen = r.name_len,
+					.isdir = r.mask & IN_ISDIR,
+				};
+				do_move(nx, &m);
 			}
-			struct move m = {
-				.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
-				.tname = r.name, .tlen = r.name_len,
-				.isdir = r.mask & IN_ISDIR,
-			};
-			do_move(nx, &m);
-		} else if (r.mask) {
+		} else {
 			plain_event(nx, &r);
 		}
-		pos += r.size;
-		in->holding = false; /* a hold is for the first record not handled */
+		if (!done) {
+			wait_behind(nx, pos, &r);
+			if (keep == SIZE_MAX)
+				keep = pos;
+		} else if (keep != SIZE_MAX) {
+			consume(in, pos);
+		}
 	}
 	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
-	return pos;
+	return keep < pos ? keep : pos;
 }
 
 static int arm_hold_timer(struct ino *in)
@@ -1631,9 +1888,9 @@ static int ino_process(struct notifyx *nx)
 	uint64_t expirations;
 	int ret = 0, err = 0;
 	bool dry = false;
+	int syncs = 0;
 
-	/* Reset the timer's readiness once it has fired; until then it stays
-	 * armed (a hold ended early costs one spurious wakeup, no more). */
+	/* Reset the timer's readiness once it has fired. */
 	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
 	for (;;) {
@@ -1655,25 +1912,30 @@ static int ino_process(struct notifyx *nx)
 		if (n > 0) {
 			in->len += (size_t)n;
 			in->stream += (uint64_t)n;
+			note_read(in);
 		}
-		size_t used = parse(nx, drained || in->len == sizeof(in->buf));
-		memmove(in->buf, in->buf + used, in->len - used);
-		in->len -= used;
-		if (used && in->len && !in->holding && drained)
-			continue; /* the rest waited on a pair that was resolved */
+		drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
+		/* A few rounds: a move made meanwhile may be held in its turn. */
+		if (drained && in->holding && !in->fed && syncs++ < 4 && sync_holds(nx))
+			continue; /* read what the sync let in, then parse again */
 		if (drained) {
 			dry = !in->len;
 			break;
 		}
-		if (!in->len && nx->queue.count)
+		/* Events are ready: the application reads them before more of
+		 * the kernel queue is read (what is held waits in buf). */
+		if (nx->queue.count && (!in->len || in->holding))
 			break;
 	}
 	if (in->holding && arm_hold_timer(in) < 0) {
-		/* Nothing would end the hold: end it now. */
-		in->hold_until = 0;
-		size_t used = parse(nx, true);
-		memmove(in->buf, in->buf + used, in->len - used);
-		in->len -= used;
+		/* Nothing would end the holds: end them now. */
+		in->no_wait = true;
+		drop_front(in, parse(nx, true));
+		in->no_wait = false;
+	} else if (!in->holding && in->timer_armed) {
+		/* The holds ended sooner: no spurious wakeup later. */
+		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+		in->timer_armed = timerfd_settime(in->timerfd, 0, &off, NULL) < 0;
 	}
 	if (dry && !in->holding)
 		dry_point(nx);
@@ -1696,9 +1958,9 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	memcpy(in->buf + in->len, data, len);
 	in->len += len;
 	in->stream += len;
-	size_t used = parse(nx, drained || in->len == sizeof(in->buf));
-	memmove(in->buf, in->buf + used, in->len - used);
-	in->len -= used;
+	in->fed = true;
+	note_read(in);
+	drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
 	if (drained && !in->holding && !in->len)
 		dry_point(nx);
 	return 0;
@@ -1798,6 +2060,7 @@ static void ino_close(struct notifyx *nx)
 	free(in->deferred);
 	free(in->vec[0]);
 	free(in->vec[1]);
+	free(in->blocked);
 	free(in);
 }
 

@@ -211,7 +211,8 @@ static void raw_child(const struct wopts *o)
 	ssize_t n;
 
 	raw_mask = (o->events & B_CREATE ? IN_CREATE : 0) | (o->events & B_MODIFY ? IN_MODIFY : 0) |
-		   (o->events & B_DELETE ? IN_DELETE : 0) | (o->events & B_MOVED ? IN_MOVED_TO : 0);
+		   (o->events & B_DELETE ? IN_DELETE : 0) | (o->events & B_MOVED ? IN_MOVED_TO : 0) |
+		   (o->events & B_MOVED_OUT ? IN_MOVED_FROM : 0);
 	if (o->recursive)
 		raw_mask |= IN_CREATE;
 	raw_fd = inotify_init1(IN_CLOEXEC);
@@ -257,7 +258,8 @@ static void lib_child(const struct watcher *w, const struct wopts *o)
 	uint32_t events = (o->events & B_CREATE ? NOTIFYX_CREATE : 0) |
 			  (o->events & B_MODIFY ? NOTIFYX_MODIFY : 0) |
 			  (o->events & B_DELETE ? NOTIFYX_DELETE : 0) |
-			  (o->events & B_MOVED ? NOTIFYX_MOVED_IN | NOTIFYX_RENAME : 0);
+			  (o->events & B_MOVED ? NOTIFYX_MOVED_IN | NOTIFYX_RENAME : 0) |
+			  (o->events & B_MOVED_OUT ? NOTIFYX_MOVED_OUT : 0);
 	unsigned long count = 0;
 	double t0 = now();
 	struct notifyx *nx = notifyx_open(&c);
@@ -291,9 +293,10 @@ static char **tool_argv(const struct watcher *w, const struct wopts *o)
 	a[n++] = w->prog;
 	if (strcmp(base, "notifyx") == 0 || strncmp(base, "lt-notifyx", 10) == 0) {
 		/* the same events as the others; the tool's default backend (AUTO) */
-		snprintf(list, sizeof(list), "%s%s%s%s", o->events & B_CREATE ? ",create" : "",
+		snprintf(list, sizeof(list), "%s%s%s%s%s", o->events & B_CREATE ? ",create" : "",
 			 o->events & B_MODIFY ? ",modify" : "", o->events & B_DELETE ? ",delete" : "",
-			 o->events & B_MOVED ? ",moved_in,rename" : "");
+			 o->events & B_MOVED ? ",moved_in,rename" : "",
+			 o->events & B_MOVED_OUT ? ",moved_out" : "");
 		a[n++] = "watch";
 		a[n++] = "-e";
 		a[n++] = strdup(list + 1);
@@ -302,8 +305,8 @@ static char **tool_argv(const struct watcher *w, const struct wopts *o)
 	} else if (strcmp(base, "inotifywait") == 0) {
 		a[n++] = "-m";
 		a[n++] = "-q";
-		static const char *const ev[] = { "create", "modify", "delete", "moved_to" };
-		for (int i = 0; i < 4; i++)
+		static const char *const ev[] = { "create", "modify", "delete", "moved_to", "moved_from" };
+		for (int i = 0; i < 5; i++)
 			if (o->events & (1u << i)) {
 				a[n++] = "-e";
 				a[n++] = (char *)ev[i];
@@ -313,7 +316,7 @@ static char **tool_argv(const struct watcher *w, const struct wopts *o)
 		a[n++] = "--format";
 		a[n++] = "%e %w%f";
 	} else { /* fswatch: its inotify monitor, the shortest latency it takes */
-		static const char *const ev[] = { "Created", "Updated", "Removed", "MovedTo" };
+		static const char *const ev[] = { "Created", "Updated", "Removed", "MovedTo", "MovedFrom" };
 		a[n++] = "-m";
 		a[n++] = "inotify_monitor";
 		a[n++] = "-l";
@@ -322,7 +325,7 @@ static char **tool_argv(const struct watcher *w, const struct wopts *o)
 		/* its kernel watches ask for every event, so a burst or its own
 		 * scan of a tree overflows the kernel queue: go on after that */
 		a[n++] = "--allow-overflow";
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			if (o->events & (1u << i)) {
 				a[n++] = "--event";
 				a[n++] = (char *)ev[i];

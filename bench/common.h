@@ -21,6 +21,7 @@
 #define B_MODIFY  0x2u
 #define B_DELETE  0x4u
 #define B_MOVED   0x8u /* arrivals by rename or move */
+#define B_MOVED_OUT 0x10u /* departures by a move out of the watch */
 
 enum wkind { W_RAW, W_LIB, W_CMD };
 

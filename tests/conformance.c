@@ -34,6 +34,7 @@
 int conf_events_run(void);
 int conf_process_run(void);
 int conf_edges_run(void);
+int conf_hold_run(void);
 
 /* The header's version check is an integer constant expression. */
 #if !NOTIFYX_CHECK_VERSION(0, 0, 0)
@@ -1500,6 +1501,7 @@ int main(int argc, char **argv)
 	failed += conf_events_run();
 	failed += conf_process_run();
 	failed += conf_edges_run();
+	failed += conf_hold_run();
 	tu_watches_restore();
 	return failed ? 1 : 0;
 }

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -511,6 +513,173 @@ static void test_feed_empty_name(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- the hold of a lone first half (API.md "Events"), on fed records ---- */
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads every queued event into ev[] (at most max); returns how many. */
+static int read_events(struct notifyx *nx, struct notifyx_event *ev, char (*path)[64], int max)
+{
+	static _Alignas(8) char buf[NOTIFYX_EVENT_MAX * 4];
+	int n = 0;
+	ssize_t got;
+
+	while ((got = notifyx_read(nx, buf, sizeof(buf))) > 0) {
+		for (const struct notifyx_event *e = (const void *)buf; (const char *)e < buf + got;
+		     e = notifyx_event_next(e), n++) {
+			if (n < max) {
+				ev[n] = *e;
+				snprintf(path[n], 64, "%s", notifyx_event_path(e));
+			}
+		}
+	}
+	assert_int_equal(errno, EAGAIN);
+	return n;
+}
+
+static void feed_all(struct notifyx *nx, const char *tmp, size_t len)
+{
+	char *buf = exact(tmp, len);
+
+	assert_int_equal(nx_inotify_feed(nx, buf, len, true), 0);
+	free(buf);
+}
+
+static void test_feed_hold(void **state)
+{
+	char dir[] = "/tmp/unit-inotify-XXXXXX";
+	struct notifyx *nx = open_inotify();
+	static char tmp[64 * 1024], path[256][64];
+	static struct notifyx_event ev[256];
+	long long t0;
+	size_t len;
+	int n;
+
+	(void)state;
+	if (!nx)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	assert_true(notifyx_add_watch(nx, dir, NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN |
+				      NOTIFYX_RENAME | NOTIFYX_CREATE | NOTIFYX_MODIFY, 0) > 0);
+	int kwd = nx_inotify_kwd(nx, 0);
+
+	/* Released once 128 later records were read: 127 are not enough (its
+	 * watch's events wait behind it), the 128th is.  (MODIFY: a change of
+	 * the directory's entries would show that the move is over.) */
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 7, "a", 1, 8);
+	for (int i = 0; i < 127; i++)
+		len = put_rec(tmp, len, kwd, IN_MODIFY, 0, "c", 1, 8);
+	t0 = ms_now();
+	feed_all(nx, tmp, len);
+	n = read_events(nx, ev, path, 256);
+	if (ms_now() - t0 < 10) /* else the 10 ms may have passed: nothing to tell */
+		assert_int_equal(n, 0);
+	len = put_rec(tmp, 0, kwd, IN_MODIFY, 0, "d", 1, 8);
+	feed_all(nx, tmp, len);
+	n += read_events(nx, ev + n, path + n, 256 - n);
+	assert_int_equal(n, 129);
+	assert_int_equal(ev[0].mask, NOTIFYX_MOVED_OUT);
+	assert_string_equal(path[0], "a");
+	assert_int_equal(ev[0].cookie, 0);
+	assert_string_equal(path[128], "d");
+
+	/* At most 10 ms from the read; a second half that comes after its first
+	 * was given up is alone too: MOVED_IN with cookie 0. */
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 9, "b", 1, 8);
+	feed_all(nx, tmp, len);
+	usleep(12000);
+	n = read_events(nx, ev, path, 256);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].mask, NOTIFYX_MOVED_OUT);
+	len = put_rec(tmp, 0, kwd, IN_MOVED_TO, 9, "b2", 2, 8);
+	feed_all(nx, tmp, len);
+	usleep(12000); /* (held too: the departure of an exchange may follow) */
+	n = read_events(nx, ev, path, 256);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].mask, NOTIFYX_MOVED_IN);
+	assert_string_equal(path[0], "b2");
+	assert_int_equal(ev[0].cookie, 0);
+
+	/* A later change of the same directory's entries was made under the
+	 * lock the move held while it queued both halves: no second half is
+	 * coming, and the first goes at once. */
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 10, "o", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_CREATE, 0, "p", 1, 8);
+	t0 = ms_now();
+	feed_all(nx, tmp, len);
+	n = read_events(nx, ev, path, 256);
+	if (ms_now() - t0 < 10) {
+		assert_int_equal(n, 2);
+		assert_int_equal(ev[0].mask, NOTIFYX_MOVED_OUT);
+	}
+	while (n < 2 && ms_now() - t0 < 1000)
+		n += read_events(nx, ev + n, path + n, 256 - n);
+
+	/* Both halves there: one RENAME at once. */
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 11, "x", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_TO, 11, "y", 1, 8);
+	feed_all(nx, tmp, len);
+	n = read_events(nx, ev, path, 256);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].mask, NOTIFYX_RENAME);
+
+	assert_int_equal(notifyx_close(nx), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* Holds overlap, each counted from its own read: lone first halves from 50
+ * directories read at once, and an event read 5 ms later, all come together
+ * once 10 ms have passed since the first read (one wait, not 50). */
+static void test_feed_hold_overlap(void **state)
+{
+	char dir[] = "/tmp/unit-inotify-XXXXXX", sub[64];
+	struct notifyx *nx = open_inotify();
+	static char tmp[64 * 1024], path[256][64];
+	static struct notifyx_event ev[256];
+	long long t0;
+	size_t len = 0;
+	int n, kwd[51];
+
+	(void)state;
+	if (!nx)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 50; i++) {
+		snprintf(sub, sizeof(sub), "%s/s%d", dir, i);
+		assert_int_equal(mkdir(sub, 0755), 0);
+	}
+	assert_true(notifyx_add_watch(nx, dir, NOTIFYX_MOVED_OUT | NOTIFYX_MODIFY,
+				      NOTIFYX_WATCH_RECURSIVE) > 0);
+	for (int i = 0; i < 51; i++)
+		assert_true((kwd[i] = nx_inotify_kwd(nx, i)) >= 0);
+	for (int i = 0; i < 50; i++)
+		len = put_rec(tmp, len, kwd[i], IN_MOVED_FROM, 100 + (uint32_t)i, "m", 1, 8);
+	t0 = ms_now();
+	feed_all(nx, tmp, len);
+	usleep(5000);
+	len = put_rec(tmp, 0, kwd[50], IN_MODIFY, 0, "late", 4, 8);
+	feed_all(nx, tmp, len);
+	n = read_events(nx, ev, path, 256);
+	if (ms_now() - t0 < 10)
+		assert_true(n <= 1); /* the MODIFY, when its directory holds nothing */
+	while (ms_now() - t0 < 11)
+		usleep(1000);
+	n += read_events(nx, ev + n, path + n, 256 - n);
+	assert_int_equal(n, 51);
+	assert_int_equal(notifyx_close(nx), 0);
+	for (int i = 0; i < 50; i++) {
+		snprintf(sub, sizeof(sub), "%s/s%d", dir, i);
+		assert_int_equal(rmdir(sub), 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +696,8 @@ int main(void)
 		cmocka_unit_test(test_decode_random),
 		cmocka_unit_test(test_feed_malformed),
 		cmocka_unit_test(test_feed_empty_name),
+		cmocka_unit_test(test_feed_hold),
+		cmocka_unit_test(test_feed_hold_overlap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
