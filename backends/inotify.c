@@ -1972,7 +1972,7 @@ int nx_inotify_kwd(const struct notifyx *nx, int i)
 	size_t pos = 0;
 
 	while (nx_map_next(&ino_of(nx)->kwatches, &pos, NULL, (void **)&kw))
-		if (i-- == 0)
+		if (kw->subs && i-- == 0)
 			return kw->kwd;
 	return -1;
 }

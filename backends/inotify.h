@@ -31,7 +31,8 @@ uint32_t nx_inotify_event(uint32_t mask);
  * descriptor of nx (drained: nothing more is to come now).  -1 ENOBUFS when
  * they do not fit in what is left of the read buffer. */
 int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drained);
-/* The i-th kernel watch descriptor of nx (in no particular order), or -1. */
+/* The i-th kernel watch descriptor of nx that serves a watched directory (in
+ * no particular order; not those that only guard a root's parent), or -1. */
 int nx_inotify_kwd(const struct notifyx *nx, int i);
 
 #endif
