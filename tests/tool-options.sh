@@ -178,6 +178,20 @@ rc=$?
 [ "$(grep -n ' sub$' "$tmp/list.out" | cut -d: -f1)" -lt \
 	"$(grep -n ' sub/b$' "$tmp/list.out" | cut -d: -f1)" ] 2>/dev/null ||
 	fail "--list: sub/b not after sub: $(cat "$tmp/list.out")"
+# The end of the listing: a line "sync" with the watched path, last; not
+# with -0 (a path that did not change), and not counted by -n.
+"$NX" watch -b "$backend" -r --list -e create -t 1 "$d" >"$tmp/list.out" 2>"$tmp/list.err"
+# (the scanning backends flag every event synthetic)
+tail -n 1 "$tmp/list.out" | grep -q -x -F -e "sync \"$d\"" -e "sync synthetic \"$d\"" &&
+	[ "$(grep -c '^sync' "$tmp/list.out")" -eq 1 ] ||
+	fail "--list: no final sync line: $(cat "$tmp/list.out" "$tmp/list.err")"
+"$NX" watch -b "$backend" -r --list -e create -0 -t 1 "$d" >"$tmp/list.out" 2>"$tmp/list.err"
+[ "$(tr '\0' '\n' <"$tmp/list.out" | sort | tr '\n' ' ')" = "$d/a $d/sub $d/sub/b " ] ||
+	fail "--list -0: got $(tr '\0' ' ' <"$tmp/list.out")"
+mkdir "$d/empty"
+"$NX" watch -b "$backend" -r --list -1 -t 1 "$d/empty" >"$tmp/list.out" 2>"$tmp/list.err"
+rc=$?
+[ $rc -eq 3 ] || fail "--list -1 of an empty tree: status $rc, want 3 (sync is not an event of -1)"
 usage_error watch --list -e delete "$d"
 note "--list: done"
 

@@ -758,9 +758,13 @@ static int cmd_watch(int argc, char **argv)
 			}
 			if (!opts_filter(&o, ev))
 				continue;
+			/* The end of a listing is no change: no path for xargs -0,
+			 * and not one of the events -1 or -n counts. */
+			if (ev->mask == NOTIFYX_SYNC && out.format == FORMAT_NUL)
+				continue;
 			fmt_print(stdout, &out, ev, root, &now);
 			/* ignored only closes a watch whose ending was reported */
-			if (ev->mask != NOTIFYX_IGNORED)
+			if (ev->mask != NOTIFYX_IGNORED && ev->mask != NOTIFYX_SYNC)
 				seen++;
 		}
 		if (fflush(stdout) != 0 || ferror(stdout)) {
