@@ -2341,38 +2341,6 @@ static size_t rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 
 /* ---- mounts ---- */
 
-/* Reads the mount ids of /proc/self/mountinfo into set; false on failure. */
-static bool read_mounts(int fd, struct nx_map *set)
-{
-	char buf[8192], line[64];
-	size_t ll = 0;
-	bool start = true;
-	ssize_t n;
-
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return false;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] == '\n') {
-				start = true;
-				ll = 0;
-				continue;
-			}
-			if (!start)
-				continue;
-			if (buf[i] == ' ') {
-				line[ll] = '\0';
-				if (nx_map_put(set, strtoull(line, NULL, 10) + 1, (void *)1) < 0)
-					return false;
-				start = false;
-			} else if (ll < sizeof(line) - 1) {
-				line[ll++] = buf[i];
-			}
-		}
-	}
-	return n == 0;
-}
-
 /* A filesystem went: watches whose root was on it end with UNMOUNT; inside a
  * tree, the mount point is watched as it now is, with an OVERFLOW. */
 static void check_mounts(struct notifyx *nx)
@@ -2386,7 +2354,7 @@ static void check_mounts(struct notifyx *nx)
 
 	if (fa->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
 		return;
-	if (!read_mounts(fa->mnt_check, &set)) {
+	if (!nx_mounts_read(fa->mnt_check, &set)) {
 		nx_map_free(&set);
 		return;
 	}

@@ -33,6 +33,7 @@
 #include "nx.h"
 #include "scan.h"
 #include "snapshot.h"
+#include "treepath.h"
 
 /* ---- nodes ---- */
 
@@ -1266,16 +1267,6 @@ void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w)
 		reap(s);
 }
 
-static uint64_t mount_id(int fd)
-{
-	struct statx sx;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0 ||
-	    !(sx.stx_mask & STATX_MNT_ID))
-		return 0;
-	return sx.stx_mnt_id;
-}
-
 struct scan_ctx {
 	struct notifyx *nx;
 	struct nx_scanner *s;
@@ -1370,7 +1361,7 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 		s->list = sw->next;
 		goto fail;
 	}
-	sw->mnt_id = mount_id(sw->rootfd);
+	sw->mnt_id = nx_mount_id(sw->rootfd);
 	if (w->flags & NOTIFYX_WATCH_LIST) {
 		struct nx_sdiff_watch dw = { .old = nx_snap_empty(sw->snap), .cur = sw->snap };
 		if (!dw.old) {
