@@ -646,7 +646,8 @@ static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name
 
 /* Opens the directory of node n (O_PATH) from the held root of its watch,
  * making sure through its kernel watch that the path still leads to it.
- * ESTALE when it leads elsewhere. */
+ * ESTALE when it leads elsewhere; the errno of inotify_add_watch when that
+ * check fails. */
 static int open_node(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
@@ -671,10 +672,11 @@ static int open_node(struct notifyx *nx, struct nx_node *n)
 	kwd = inotify_add_watch(in->fd, kpath, kw->kmask | IN_MASK_ADD);
 	if (kwd == kw->kwd)
 		return fd;
+	int err = kwd < 0 ? errno : ESTALE; /* ENOSPC, ENOMEM: cannot tell */
 	if (kwd >= 0 && !nx_map_get(&in->kwatches, (uint64_t)kwd))
 		inotify_rm_watch(in->fd, kwd); /* a directory we do not watch */
 	close(fd);
-	errno = ESTALE;
+	errno = err;
 	return -1;
 }
 
@@ -924,7 +926,10 @@ static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, 
 	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
 	if ((pfd = open_node(nx, n)) < 0) {
-		defer(nx, n, name, nlen, report);
+		if (errno == ESTALE || errno == ENOENT || errno == ENOTDIR)
+			defer(nx, n, name, nlen, report); /* moved by events not read yet */
+		else
+			nx_lost(nx, w); /* cannot be sure (ENOSPC, ENOMEM, EACCES, EMFILE...) */
 		return;
 	}
 	len = entry_path(in, n, name, nlen, 2);

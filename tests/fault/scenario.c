@@ -175,6 +175,7 @@ struct mirror {
 	int wd;
 	bool lossy;      /* an OVERFLOW or ERROR was read */
 	bool ended;      /* its IGNORED was read */
+	bool synced;     /* its SYNC (the end of its listing) was read */
 	unsigned events;
 };
 
@@ -398,6 +399,12 @@ static void apply(const struct notifyx_event *ev)
 						  f_errno_injected(EOVERFLOW))))))
 			fail("ERROR (%s) carries %s; the injected fault was %s %s", p,
 			     ename(ev->error), last_kind(), ename(last_errno()));
+		break;
+	case NOTIFYX_SYNC: /* once, after the listing: no repair without RESCAN */
+		if (*p || m->synced)
+			fail("SYNC on wd %d: path \"%s\", %s", ev->wd, p,
+			     m->synced ? "a second one" : "not the root");
+		m->synced = true;
 		break;
 	case NOTIFYX_IGNORED:
 		m->ended = true;
