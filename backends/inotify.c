@@ -1865,6 +1865,26 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 }
 
 /*
+ * Was entry r->name of r's directory there just before the record at pos?
+ * The next record read that changes that name tells (a departure: it was;
+ * an arrival: it was not); only when none does, the state now.  The state
+ * alone would answer for a later moment, after changes whose records are
+ * read but not handled yet.
+ */
+static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec n;
+
+	read_more(in);
+	for (; nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size)
+		if (n.wd == r->wd && (n.mask & DIR_CHANGES) && n.name_len == r->name_len &&
+		    !memcmp(n.name, r->name, n.name_len))
+			return n.mask & (IN_DELETE | IN_MOVED_FROM);
+	return entry_exists(nx, nx_map_get(&in->kwatches, (uint64_t)r->wd), r->name, r->name_len);
+}
+
+/*
  * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
  * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
  * same name).  Applied in that order, the arrival would be undone; the
@@ -1887,8 +1907,7 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			continue;
 		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
 		    !memcmp(f->name, to->name, f->name_len) &&
-		    (((f->mask ^ to->mask) & IN_ISDIR) ||
-		     entry_exists(nx, nx_map_get(&in->kwatches, (uint64_t)to->wd), to->name, to->name_len)))
+		    (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to)))
 			*fpos = pos;
 		return true;
 	}
