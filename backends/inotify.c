@@ -78,12 +78,11 @@ struct read_mark {
 	uint64_t ns;
 };
 
-/* A directory that appeared where the library could not reach it yet. */
+/* A directory that is in the table but not watched yet (see add_subdir). */
 struct deferred {
 	struct nx_node *node;
-	char *name;
 	bool report;
-	int tries;
+	int tries;    /* times its parent could not be reached */
 };
 
 struct ino {
@@ -768,32 +767,79 @@ static void note_mount(struct ino *in, struct nx_node *n, int fd)
 		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
 }
 
-/* Directory name of node n is to be watched and listed once the kernel
- * queue has been read dry. */
-static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen, bool report)
+/* Directory node n, in the table, is to be watched and listed once the
+ * kernel queue has been read dry (see add_subdir).  When that cannot be
+ * remembered, n leaves the table and the watch has lost events. */
+static void defer(struct notifyx *nx, struct nx_node *n, bool report, int tries)
 {
 	struct ino *in = ino_of(nx);
-	struct deferred *d = in->ndeferred < in->deferred_cap ? &in->deferred[in->ndeferred] : NULL;
 
-	if (!d) {
+	if (in->ndeferred == in->deferred_cap) {
 		size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
 		struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
 		if (!v) {
 			nx_lost(nx, n->watch);
+			bury(nx, n);
 			return;
 		}
 		in->deferred = v;
 		in->deferred_cap = cap;
-		d = &in->deferred[in->ndeferred];
 	}
-	if (!(d->name = strndup(name, nlen))) {
-		nx_lost(nx, n->watch);
-		return;
+	in->deferred[in->ndeferred++] = (struct deferred){ .node = n, .report = report, .tries = tries };
+}
+
+static void note_read(struct ino *in);
+
+/*
+ * Appends to buf what the kernel has queued now, so that the records not
+ * handled yet include every change made before this call (some made later
+ * may come along).  False when that does not fit in buf.  Records fed by a
+ * test have no kernel queue behind them.
+ */
+static bool read_more(struct ino *in)
+{
+	int queued;
+	ssize_t n;
+
+	if (in->fed)
+		return true;
+	if (ioctl(in->fd, FIONREAD, &queued) < 0)
+		return false;
+	while (queued > 0) {
+		if ((size_t)queued > sizeof(in->buf) - in->len)
+			return false;
+		n = read(in->fd, in->buf + in->len, sizeof(in->buf) - in->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		in->len += (size_t)n;
+		in->stream += (uint64_t)n;
+		note_read(in);
+		queued -= (int)n;
 	}
-	d->node = n;
-	d->report = report;
-	d->tries = 0;
-	in->ndeferred++;
+	return true;
+}
+
+/*
+ * Do records read but not handled yet change entry n->name of n's parent
+ * (create, delete, move it away or onto it, exchange it)?  Then what that
+ * name leads to now is not what the table calls n: the table follows those
+ * records first.
+ */
+static bool name_touched(const struct ino *in, const struct nx_node *n)
+{
+	const struct kwatch *kw = n->parent ? n->parent->kref : NULL;
+	struct inrec r;
+
+	/* No record queued since kw was added has been read: none can be kw's. */
+	if (!kw || kw->born >= in->stream)
+		return false;
+	for (size_t pos = in->next; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size)
+		if (r.wd == kw->kwd && (r.mask & DIR_CHANGES) && r.name_len == n->name_len &&
+		    !memcmp(r.name, n->name, r.name_len))
+			return true;
+	return false;
 }
 
 /*
@@ -813,10 +859,15 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	struct walk wk = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len, .report = report };
 	unsigned calls = 0;
 	int fd, err = 0, ret = 0;
+	bool attached;
 	struct stat st;
 
 	if (w->ended || n->dead)
 		return 0;
+	if (!fatal && name_touched(in, n)) {
+		defer(nx, n, report, 0);
+		return 0;
+	}
 	if ((fd = open_dir(iw_of(w), pfd, name, rel)) < 0) {
 		err = errno;
 		goto fail;
@@ -826,16 +877,26 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		bury(nx, n);
 		return 0;
 	}
-	if (attach_fd(nx, n, fd) < 0 && errno == EEXIST && n->parent && !in->retrying) {
+	attached = attach_fd(nx, n, fd) == 0;
+	err = errno;
+	if (!fatal && n->parent && (!read_more(in) || name_touched(in, n))) {
+		/* Records of changes made before the directory was opened may
+		 * have come only now: the table follows them first. */
+		detach(in, n);
+		close(fd);
+		defer(nx, n, report, 0);
+		return 0;
+	}
+	if (!attached && err == EEXIST && n->parent && !in->retrying) {
 		/* Known under another name: the events that moved it here are
 		 * not read yet (a listing here now would show the future of
 		 * what they do).  Once they are, the table has it here, or
 		 * the conflict is settled. */
 		close(fd);
-		defer(nx, n->parent, n->name, n->name_len, report);
-		bury(nx, n);
+		defer(nx, n, report, 0);
 		return 0;
 	}
+	errno = err;
 	if (!n->kref && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
 			 attach_fd(nx, n, fd) < 0)) {
 		err = errno;
@@ -909,83 +970,106 @@ fail:
 	return 0;
 }
 
-/* A directory arrived at n/name: watch and list it.  When n cannot be
- * reached now (events not read yet moved it), try again once the kernel
- * queue has been read dry. */
+/* Watches and lists c, a directory node that is in the table but not
+ * watched yet, or defers it (see add_subdir).  tries: the retries that
+ * found its parent unreachable. */
+static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tries)
+{
+	struct ino *in = ino_of(nx);
+	char *rel = in->path[2];
+	size_t len = entry_path(in, c->parent, c->name, c->name_len, 2);
+	int pfd;
+
+	if (len == SIZE_MAX) { /* its parent was renamed meanwhile */
+		too_long(nx, c->parent);
+		bury(nx, c);
+		return;
+	}
+	if (name_touched(in, c)) {
+		defer(nx, c, report, tries);
+		return;
+	}
+	if ((pfd = open_node(nx, c->parent)) < 0) {
+		if (errno == ENOSPC || errno == ENOMEM || errno == EMFILE || errno == ENFILE ||
+		    errno == EACCES || errno == EPERM || errno == EIO) {
+			/* Not a move of events not read yet (ESTALE, ENOENT, or
+			 * openat2's EAGAIN and EXDEV under a rename): the parent
+			 * cannot be checked, nor the watch be sure. */
+			nx_lost(nx, c->watch);
+			bury(nx, c);
+		} else if (in->retrying && ++tries >= 3) {
+			/* Still unreachable with nothing left to read. */
+			emit_error(nx, c->watch, rel, ENOENT);
+			bury(nx, c);
+		} else {
+			defer(nx, c, report, tries);
+		}
+		return;
+	}
+	if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0)
+		nx_lost(nx, c->watch);
+	close(pfd);
+}
+
+/*
+ * A directory arrived at n/name: it enters the table, and is watched and
+ * listed.  Not at once in two cases, where it stays in the table unwatched
+ * until the kernel queue has been read dry:
+ * - Records read but not handled yet change that name (a burst made before
+ *   the library read its first record): what the name leads to now is what
+ *   those records leave there, not the directory that arrived.  The node
+ *   follows those records (renamed, exchanged, buried) and is opened by the
+ *   name they leave it; opened now, the name-to-directory table would be
+ *   swapped by them, and a listing would show their future under a past
+ *   name.
+ * - n cannot be reached now (records not read yet moved it).
+ */
 static void add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report)
 {
-	struct ino *in = ino_of(nx);
 	struct nx_watch *w = n->watch;
-	char *rel = in->path[2];
 	struct nx_node *c;
-	size_t len;
-	int pfd;
 
 	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || n->dead ||
 	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
-	if ((pfd = open_node(nx, n)) < 0) {
-		if (errno == ESTALE || errno == ENOENT || errno == ENOTDIR)
-			defer(nx, n, name, nlen, report); /* moved by events not read yet */
-		else
-			nx_lost(nx, w); /* cannot be sure (ENOSPC, ENOMEM, EACCES, EMFILE...) */
-		return;
-	}
-	len = entry_path(in, n, name, nlen, 2);
-	if (len == SIZE_MAX) {
+	if (entry_path(ino_of(nx), n, name, nlen, 2) == SIZE_MAX)
 		too_long(nx, n);
-	} else if (!(c = nx_node_add(&nx->paths, n, name, nlen))) {
+	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
 		nx_lost(nx, w);
-	} else if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0) {
-		nx_lost(nx, w);
-	}
-	close(pfd);
+	else
+		watch_new(nx, c, report, 0);
 }
 
-/* Directories that could not be reached when they appeared. */
-static void retry_deferred(struct notifyx *nx)
+/* Directories that were not watched when they appeared. */
+static void retry_deferred(struct notifyx *nx, bool final)
 {
 	struct ino *in = ino_of(nx);
 	struct deferred *v = in->deferred;
 	size_t n = in->ndeferred;
 
-	in->deferred = NULL; /* add_subdir defers again into a fresh list */
+	in->deferred = NULL; /* watch_new defers again into a fresh list */
 	in->ndeferred = in->deferred_cap = 0;
-	in->retrying = true;
+	in->retrying = final;
 	for (size_t i = 0; i < n; i++) {
-		struct nx_node *node = v[i].node;
-		size_t before = in->ndeferred;
-		if (!node->dead && !node->watch->ended)
-			add_subdir(nx, node, v[i].name, strlen(v[i].name), v[i].report);
-		if (in->ndeferred > before) {
-			struct deferred *d = &in->deferred[in->ndeferred - 1];
-			if ((d->tries = v[i].tries + 1) >= 3) {
-				/* Still unreachable with nothing left to read. */
-				size_t len = entry_path(in, node, d->name, strlen(d->name), 0);
-				if (len != SIZE_MAX)
-					emit_error(nx, node->watch, in->path[0], ENOENT);
-				free(d->name);
-				in->ndeferred--;
-			}
-		}
-		free(v[i].name);
+		struct nx_node *c = v[i].node;
+		if (!c->dead && !c->watch->ended && !c->kref)
+			watch_new(nx, c, v[i].report, v[i].tries);
 	}
 	in->retrying = false;
 	free(v);
 }
 
-/* The kernel queue was read dry: directories that could not be reached are
- * tried again, and a generation of suppression entries ends if it is old
- * enough (see SUP_KEEP_NS).  Nodes buried in a generation are freed with the
- * next one, when no suppression entry can name them any more. */
+/* The kernel queue was read dry, and the directories deferred were tried
+ * again: a generation of suppression entries ends if it is old enough (see
+ * SUP_KEEP_NS).  Nodes buried in a generation are freed with the next one,
+ * when no suppression entry (and no deferred directory) can name them any
+ * more. */
 static void dry_point(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t now;
 
-	if (in->ndeferred)
-		retry_deferred(nx);
 	if ((now = nx_now_ns()) - in->generation_start < SUP_KEEP_NS)
 		return;
 	in->generation_start = now;
@@ -1439,19 +1523,19 @@ static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name,
 	return false;
 }
 
-/* Is there an entry name in the directory of kernel watch kw now? */
-static bool entry_exists(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+/* Is there an entry name in the directory of kernel watch kw now?  1 or 0;
+ * -1 when that directory cannot be reached by its path now. */
+static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
 {
 	char buf[NAME_MAX + 1];
 	struct stat st;
-	bool ret;
-	int fd = -1;
+	int fd = -1, ret;
 
 	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
 		if (!s->dead)
 			fd = open_node(nx, s);
 	if (fd < 0)
-		return false;
+		return -1;
 	memcpy(buf, name, len);
 	buf[len] = '\0';
 	ret = fstatat(fd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -1464,24 +1548,60 @@ static bool entry_exists(struct notifyx *nx, const struct kwatch *kw, const char
  * a watch sees only one of the names, the two readings differ for it (the
  * name it sees stays, or goes): there the state decides, an exchange when
  * the names seen exist now. */
-static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to)
+/* Whether name is in kw's directory once the records before pos are applied:
+ * told by the next record read that changes it (read on first: what
+ * the kernel queued since counts), else by the directory as it is now; -1
+ * when neither can tell (the directory moved, by events not read yet). */
+static int there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
+		    size_t pos)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec n;
+
+	read_more(in);
+	for (; nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
+		if (n.wd != kw->kwd || !(n.mask & DIR_CHANGES) || n.name_len != len ||
+		    memcmp(n.name, name, len))
+			continue;
+		if (!(n.mask & IN_MOVED_TO))
+			return (n.mask & (IN_DELETE | IN_MOVED_FROM)) != 0;
+		/* An arrival: onto the name when it is the first half of an
+		 * exchange (the departure of that name follows, with the next
+		 * cookie), else the name was free. */
+		struct inrec f = { 0 };
+		for (pos += n.size; nx_inotify_decode(in->buf, in->len, pos, &f); pos += f.size)
+			if (f.mask && !(f.mask & IN_MOVE_SELF))
+				break;
+		return pos < in->len && (f.mask & IN_MOVED_FROM) && f.wd == n.wd &&
+		       f.cookie == n.cookie + 1 && f.name_len == len && !memcmp(f.name, name, len);
+	}
+	return entry_state(nx, kw, name, len);
+}
+
+/* The pair (from, to) and its reverse pair rev (second half at after - its
+ * size) between two files: an exchange, or a rename onto an existing name
+ * and one back?  Both names are there after an exchange. */
+static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to,
+			    const struct inrec *rev, size_t after)
 {
 	struct ino *in = ino_of(nx);
 	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
 	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
-
-	bool ha, hb;
+	int sa, sb;
 
 	if (!a || !b)
 		return false;
-	ha = hides(nx, a, from->name, from->name_len);
-	hb = hides(nx, b, to->name, to->name_len);
+	bool ha = hides(nx, a, from->name, from->name_len);
+	bool hb = hides(nx, b, to->name, to->name_len);
 	if (!ha && !hb && within_watches(nx, a, b))
 		return false;
 	/* A hidden name may have gone since without an event: only the names
 	 * seen count. */
-	return (ha || entry_exists(nx, a, from->name, from->name_len)) &&
-	       (hb || entry_exists(nx, b, to->name, to->name_len));
+	sa = ha ? 1 : there_at(nx, a, from->name, from->name_len, after);
+	sb = hb ? 1 : there_at(nx, b, to->name, to->name_len, after);
+	if (sa < 0 || sb < 0) /* the two renames of an exchange take consecutive cookies */
+		return sa && sb && rev->cookie == from->cookie + 1;
+	return sa && sb;
 }
 
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
@@ -1510,7 +1630,7 @@ static size_t find_exchange(struct notifyx *nx, size_t pos, const struct inrec *
 		/* Entries of different types can only have been exchanged, and a
 		 * directory replaced by a rename would have ended its own watch. */
 		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR) &&
-		    !files_exchanged(nx, from, to))
+		    !files_exchanged(nx, from, to, &r, tpos + t.size))
 			return 0;
 		*to_isdir = r.mask & IN_ISDIR;
 		*cookie = r.cookie;
@@ -1790,6 +1910,42 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 }
 
 /*
+ * Was entry r->name of r's directory there just before the record at pos?
+ * The next record read that changes that name tells (a departure: it was;
+ * an arrival: it was not); only when none does, the state now.  The state
+ * alone would answer for a later moment, after changes whose records are
+ * read but not handled yet.
+ */
+static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, const struct inrec *f)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	struct inrec n;
+	size_t at = pos;
+	int state;
+
+	/* Two directories: the kernel queues the IN_MOVE_SELF of the one that
+	 * left right after its MOVED_FROM (one fsnotify_move()).  When that
+	 * is the directory the table has at the name, it was exchanged. */
+	for (; (r->mask & IN_ISDIR) && nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
+		if (!n.mask)
+			continue;
+		const struct kwatch *sk = (n.mask & IN_MOVE_SELF) ?
+			nx_map_get(&in->kwatches, (uint64_t)n.wd) : NULL;
+		for (const struct nx_node *s = sk ? sk->subs : NULL; s; s = s->knext)
+			if (!s->dead && s->parent && s->parent->kref == kw && s->name_len == r->name_len &&
+			    !memcmp(s->name, r->name, r->name_len))
+				return true;
+		break;
+	}
+	if (kw && (state = there_at(nx, kw, r->name, r->name_len, at)) >= 0)
+		return state;
+	/* The directory moved since (events not read yet): the two halves of
+	 * an exchange take consecutive cookies, two renames seldom do. */
+	return f->cookie == r->cookie + 1;
+}
+
+/*
  * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
  * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
  * same name).  Applied in that order, the arrival would be undone; the
@@ -1812,8 +1968,7 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			continue;
 		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
 		    !memcmp(f->name, to->name, f->name_len) &&
-		    (((f->mask ^ to->mask) & IN_ISDIR) ||
-		     entry_exists(nx, nx_map_get(&in->kwatches, (uint64_t)to->wd), to->name, to->name_len)))
+		    (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)))
 			*fpos = pos;
 		return true;
 	}
@@ -1872,6 +2027,11 @@ static size_t parse(struct notifyx *nx, bool drained)
 		} else if (keep != SIZE_MAX) {
 			consume(in, pos);
 		}
+		/* A directory deferred is watched (and listed) as soon as no
+		 * later record read changes its name: its contents come before
+		 * the later events of its watch, not after them. */
+		if (done && in->ndeferred && (r.mask & DIR_CHANGES))
+			retry_deferred(nx, false);
 	}
 	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
 	return keep < pos ? keep : pos;
@@ -1892,8 +2052,8 @@ static int ino_process(struct notifyx *nx)
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
 	int ret = 0, err = 0;
-	bool dry = false;
-	int syncs = 0;
+	bool dry = false, wake = false;
+	int syncs = 0, retries = 0;
 
 	/* Reset the timer's readiness once it has fired. */
 	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
@@ -1923,6 +2083,14 @@ static int ino_process(struct notifyx *nx)
 		/* A few rounds: a move made meanwhile may be held in its turn. */
 		if (drained && in->holding && !in->fed && syncs++ < 4 && sync_holds(nx))
 			continue; /* read what the sync let in, then parse again */
+		/* Everything read is handled: the directories deferred are
+		 * watched now, unless what they read meanwhile (read_more())
+		 * changes their names again; that is handled first. */
+		if (drained && !in->len && !in->holding && in->ndeferred && !(wake = retries++ == 4)) {
+			retry_deferred(nx, true);
+			if (in->len)
+				continue;
+		}
 		if (drained) {
 			dry = !in->len;
 			break;
@@ -1937,6 +2105,11 @@ static int ino_process(struct notifyx *nx)
 		in->no_wait = true;
 		drop_front(in, parse(nx, true));
 		in->no_wait = false;
+	} else if (!in->holding && wake && dry) {
+		/* Directories are still deferred, as changes to their names
+		 * went on: the application comes back for them at once. */
+		in->hold_until = nx_now_ns();
+		arm_hold_timer(in);
 	} else if (!in->holding && in->timer_armed) {
 		/* The holds ended sooner: no spurious wakeup later. */
 		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
@@ -1966,8 +2139,11 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	in->fed = true;
 	note_read(in);
 	drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
-	if (drained && !in->holding && !in->len)
+	if (drained && !in->holding && !in->len) {
+		if (in->ndeferred)
+			retry_deferred(nx, true);
 		dry_point(nx);
+	}
 	return 0;
 }
 
@@ -2060,8 +2236,6 @@ static void ino_close(struct notifyx *nx)
 		nx_map_free(&in->suppress[i]);
 		free_graveyard(nx, i);
 	}
-	for (size_t i = 0; i < in->ndeferred; i++)
-		free(in->deferred[i].name);
 	free(in->deferred);
 	free(in->vec[0]);
 	free(in->vec[1]);

@@ -1367,6 +1367,48 @@ static void exchange_burst(struct tu_fix *f, const char *base)
 }
 ON_BOTH(exchange_burst)
 
+/* Directories made, then exchanged, or renamed and made again, all before
+ * the library reads the first event.  The kernel's records describe the
+ * past: the directory at a name when the library reads its CREATE is the one
+ * the records after it leave there, not the one that was made.  Each name
+ * must get what is there now, and the events inside each afterwards must
+ * come under its own name (inotify watched "a" by its name at its CREATE,
+ * then the exchange gave that kernel watch the name "b"). */
+static void exchange_unread(struct tu_fix *f, const char *base)
+{
+	static const char *const made[] = { "a/new", "b/new", "c/new", "d/new", "a/g2/new", "b/in2/new" };
+	char *w = join(base, "w"); /* tu_path's buffers rotate */
+	int wd;
+	size_t k, from;
+
+	tu_mkdir(w);
+	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
+	make_entry(tu_path(w, "a"), 1, "in");
+	make_entry(tu_path(w, "b"), 1, "g");
+	rename_exchange(tu_path(w, "a"), tu_path(w, "b"));
+	tu_mkdir(tu_path(w, "c"));
+	tu_touch(tu_path(w, "c/old"));
+	tu_rename(tu_path(w, "c"), tu_path(w, "d"));
+	tu_mkdir(tu_path(w, "c"));
+	tu_touch(tu_path(w, "last"));
+	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
+	tu_settle(&f->log);
+	mirror_equals(&f->log, wd, w, NULL, "after directories made and exchanged unread");
+	from = f->log.n;
+	for (k = 0; k < sizeof made / sizeof made[0]; k++)
+		tu_touch(tu_path(w, made[k]));
+	for (k = 0; k < sizeof made / sizeof made[0]; k++)
+		WAIT_FROM(&f->log, from, wd, NOTIFYX_CREATE, made[k]);
+	tu_settle(&f->log);
+	/* Reported by the kernel, under the name where each was made. */
+	for (k = 0; k < sizeof made / sizeof made[0] && !tu_is_scanning(f->nx); k++)
+		ONCE(&f->log, wd, NOTIFYX_CREATE, made[k], NOTIFYX_EVENT_SYNTHETIC, 0);
+	mirror_equals(&f->log, wd, w, NULL, "after entries made in them");
+	no_error(&f->log);
+	free(w);
+}
+ON_BOTH(exchange_unread)
+
 /* Two files exchanged inside one watch: on fanotify (FID records name the
  * object that moved) and on the scanning backends (they see two inodes
  * swap) one RENAME with EXCHANGE; on inotify two RENAMEs without the flag
@@ -1665,6 +1707,7 @@ int conf_edges_run(void)
 		TEST_BOTH(exchange_two_dirs),
 		TEST_BOTH(exchange_two_dirs_alone),
 		TEST_BOTH(exchange_burst),
+		TEST_BOTH(exchange_unread),
 		TEST_BOTH(exchange_two_files),
 		TEST_BOTH(independent_list_second),
 		TEST_BOTH(independent_list_first),
