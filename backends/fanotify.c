@@ -268,6 +268,8 @@ struct fwatch {
 	size_t nmarks;
 };
 
+static long default_inode_max(void);
+
 /* A FAN_RENAME of a directory not handled yet: in buf at pos. */
 struct pending {
 	size_t pos;
@@ -277,6 +279,7 @@ struct pending {
 struct fan {
 	int fd;
 	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
+	long inode_max;       /* recursive trees of at most this many directories: inode marks */
 	unsigned nfswatches;  /* watches in fsmode */
 	uint64_t fsgen;       /* changes of the set of fsmode watches */
 	uint64_t epoch;       /* since 1, one more at each dry point and watch added */
@@ -2606,6 +2609,7 @@ static int fan_open(struct notifyx *nx)
 	}
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
 	fa->epoch = 1;
+	fa->inode_max = default_inode_max();
 	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
 	 * hears the whole filesystem, and activity outside the trees must not
 	 * overflow it (the library drains it into its own queue, whose
@@ -2697,6 +2701,97 @@ static void fan_close(struct notifyx *nx)
 	free(fa);
 }
 
+/* ---- the mark policy ----
+ *
+ * With CAP_SYS_ADMIN a recursive watch may use inode marks or filesystem
+ * marks.  Both walk the tree at add time and keep a node per directory, so
+ * their setup time and user memory are the same (bench/recursive-setup);
+ * what differs is that a filesystem mark hears everything that happens on
+ * the filesystem, which costs CPU for activity outside the tree (about a
+ * quarter of the CPU of the process that makes it, bench/foreign), while
+ * inode marks cost the kernel a mark per directory and count against
+ * max_user_marks.  So: inode marks for a tree of at most inode_max
+ * directories (half of max_user_marks: what is left is for the other
+ * watches and programs of the user), a filesystem mark beyond, where inode
+ * marks would run into the limit.  Counting stops at inode_max + 1: a large
+ * tree is listed up to there twice.  NOTIFYX_FANOTIFY_INODE_MAX in the
+ * environment sets inode_max (0: filesystem marks whenever allowed, as the
+ * tests of filesystem marks want). */
+static long default_inode_max(void)
+{
+	const char *env = secure_getenv("NOTIFYX_FANOTIFY_INODE_MAX");
+	long marks = 0;
+	FILE *f;
+
+	if (env && *env)
+		return strtol(env, NULL, 10) > 0 ? strtol(env, NULL, 10) : 0;
+	if ((f = fopen("/proc/sys/fs/fanotify/max_user_marks", "re"))) {
+		if (fscanf(f, "%ld", &marks) != 1)
+			marks = 0;
+		fclose(f);
+	}
+	return marks > 0 ? marks / 2 : 4096;
+}
+
+struct count {
+	char **rel;    /* directories to list, relative to the root */
+	size_t n, cap;
+	const char *base;
+	long found, max;
+};
+
+static int count_entry(void *ctx, const char *name, size_t len, unsigned char type)
+{
+	struct count *c = ctx;
+	char *p;
+
+	if (type != DT_DIR)
+		return 0;
+	if (++c->found > c->max)
+		return 1;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		char **v = realloc(c->rel, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		c->rel = v;
+		c->cap = cap;
+	}
+	if (!(p = malloc(strlen(c->base) + len + 2)))
+		return 1;
+	sprintf(p, "%s%s%.*s", c->base, *c->base ? "/" : "", (int)len, name);
+	c->rel[c->n++] = p;
+	return 0;
+}
+
+/* True when the tree at rootfd has more than max directories (or cannot be
+ * counted: the filesystem mark, as before this policy). */
+static bool tree_larger(int rootfd, long max)
+{
+	struct count c = { .max = max, .base = "" };
+	size_t i = 0;
+	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool larger = fd < 0 || nx_scan_dir(fd, count_entry, &c, NULL) != 0;
+
+	if (fd >= 0)
+		close(fd);
+	while (!larger && i < c.n) { /* breadth first: the list is the queue */
+		c.base = c.rel[i++];
+		fd = openat(rootfd, c.base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		if (nx_scan_dir(fd, count_entry, &c, NULL) != 0)
+			larger = true;
+		close(fd);
+	}
+	larger = larger || c.found > max;
+	for (size_t k = 0; k < c.n; k++)
+		free(c.rel[k]);
+	free(c.rel);
+	return larger;
+}
+
 static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
 {
 	struct fwatch *fw = w->bdata;
@@ -2731,7 +2826,8 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 	if (fstat(fd, &st) < 0 ||
 	    (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && hold_root(nx, w, fd) < 0))
 		goto fail;
-	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0) {
+	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0 &&
+	    (fa->inode_max == 0 || tree_larger(fd, fa->inode_max))) {
 		if (fs_add_watch(nx, w) == 0) {
 			close(fd);
 			fa->fsmode = 1;

@@ -31,6 +31,9 @@ struct watcher {
 	uint32_t backend;   /* W_LIB */
 	char *prog;         /* W_CMD: the program, found in PATH (or NXBENCH_NOTIFYX) */
 	const char *absent; /* why it cannot run here, NULL when it can */
+	int unpriv;         /* W_LIB: runs as user nobody (fanotify: inode marks) */
+	int tty;            /* W_CMD: its standard error is a terminal (notifyx: progress thread) */
+	const char *env;    /* "NAME=VALUE" set in its process, or NULL */
 };
 
 struct wopts {
@@ -45,6 +48,7 @@ struct wproc {
 	const struct watcher *w;
 	pid_t pid;
 	int fd;           /* its output */
+	int ptyfd;        /* the terminal's master side (tty watchers), drained; else -1 */
 	char buf[65536];
 	size_t have;
 	int eof;          /* its output ended: it exited */
@@ -58,7 +62,11 @@ double median(double *v, int n);  /* sorts v */
 double pctl(double *v, int n, double p);
 
 /* The watchers of this run: "raw", every backend, the tools.  NXBENCH_WATCHERS
- * (comma-separated labels) narrows the list. */
+ * (comma-separated labels) narrows the list.  With bench_extras set before,
+ * also "notifyx watch tty" (its standard error on a terminal: the progress
+ * thread runs) and "fanotify inode" (the library as user nobody: inode
+ * marks); else those run only when NXBENCH_WATCHERS names them. */
+extern int bench_extras;
 int watchers_all(struct watcher **out);
 
 int wp_start(struct wproc *p, const struct watcher *w, const struct wopts *o);
@@ -69,6 +77,7 @@ int wp_ready(struct wproc *p, const char *probe_dir, double timeout);
 char *wp_line(struct wproc *p, double timeout);
 double wp_cpu(const struct wproc *p);  /* CPU seconds of all its threads so far */
 long wp_rss_kb(const struct wproc *p); /* VmRSS */
+long self_field_kb(const char *file, const char *field); /* e.g. "/proc/meminfo", "Slab:" */
 void wp_stop(struct wproc *p);
 
 /* Binds this process, and so the watchers it starts, to the CPU it runs on

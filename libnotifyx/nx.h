@@ -71,7 +71,10 @@ void nx_queue_clear(struct nx_queue *q);
  * Each node knows its parent and its own name only, so the path of a node is
  * built by walking up (O(depth)) and renaming a directory is O(1) whatever
  * lies below it.  Children are found through one hash table of the handle
- * keyed by (parent, name). */
+ * keyed by (parent, name): open addressing over the nodes themselves (a
+ * slot is a node pointer, with a few bits of its hash in the pointer's
+ * alignment bits), so a directory costs its node and 8 bytes of table at
+ * most 80% full (memory of large trees, issue "No stalls at scale"). */
 
 struct nx_watch;
 
@@ -79,7 +82,6 @@ struct nx_node {
 	struct nx_node *parent;   /* NULL for a watch root */
 	struct nx_node *child;    /* first child directory */
 	struct nx_node *next, *prev; /* siblings */
-	struct nx_node *hnext;    /* chain in the (parent, name) table */
 	struct nx_watch *watch;   /* the watch this node belongs to */
 	void *kref;               /* the backend's kernel object for this directory */
 	struct nx_node *knext;    /* next node sharing kref */
@@ -90,7 +92,9 @@ struct nx_node {
 };
 
 struct nx_paths {
-	struct nx_map children; /* hash(parent, name) -> chain of nodes */
+	uintptr_t *slots; /* node pointer | hash tag in the low bits; 0: empty */
+	size_t cap;       /* power of two, or 0 */
+	size_t len;       /* nodes in the table */
 };
 
 struct nx_node *nx_node_new_root(struct nx_watch *w);

@@ -14,6 +14,31 @@ static uint64_t child_key(const struct nx_node *parent, const char *name, size_t
 	return nx_hash(name, len, (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ULL);
 }
 
+/* A slot holds a node pointer; nodes come from malloc, aligned to at least
+ * 8 bytes, so the 3 low bits carry a tag from the hash: most slots of a
+ * probe run are passed over without reading their node. */
+#define TAG_MASK ((uintptr_t)7)
+
+static size_t home_of(uint64_t key, size_t cap)
+{
+	return (size_t)(key >> 3) & (cap - 1);
+}
+
+static uintptr_t tag_of(uint64_t key)
+{
+	return (uintptr_t)key & TAG_MASK;
+}
+
+static struct nx_node *slot_node(uintptr_t s)
+{
+	return (struct nx_node *)(s & ~TAG_MASK);
+}
+
+static uint64_t node_key(const struct nx_node *n)
+{
+	return child_key(n->parent, n->name, n->name_len);
+}
+
 static char root_name[] = "";
 
 struct nx_node *nx_node_new_root(struct nx_watch *w)
@@ -30,44 +55,76 @@ struct nx_node *nx_node_new_root(struct nx_watch *w)
 struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *parent,
 			     const char *name, size_t len)
 {
-	struct nx_node *n = nx_map_get(&t->children, child_key(parent, name, len));
+	uint64_t key = child_key(parent, name, len);
+	size_t mask = t->cap - 1;
 
-	for (; n; n = n->hnext)
-		if (n->parent == parent && n->name_len == len && !memcmp(n->name, name, len))
+	if (!t->cap)
+		return NULL;
+	for (size_t i = home_of(key, t->cap); t->slots[i]; i = (i + 1) & mask) {
+		struct nx_node *n = slot_node(t->slots[i]);
+
+		if ((t->slots[i] & TAG_MASK) == tag_of(key) && n->parent == parent &&
+		    n->name_len == len && !memcmp(n->name, name, len))
 			return n;
+	}
 	return NULL;
 }
 
+static void place(uintptr_t *slots, size_t cap, uint64_t key, struct nx_node *n)
+{
+	size_t i = home_of(key, cap);
+
+	while (slots[i])
+		i = (i + 1) & (cap - 1);
+	slots[i] = (uintptr_t)n | tag_of(key);
+}
+
+/* Grows the table at 80% full: linear probing stays short, and 8-byte slots
+ * at 40-80% cost 10-20 bytes per directory. */
 static int hash_in(struct nx_paths *t, struct nx_node *n)
 {
-	uint64_t key = child_key(n->parent, n->name, n->name_len);
+	if ((t->len + 1) * 5 > t->cap * 4) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		uintptr_t *slots = calloc(cap, sizeof(*slots));
 
-	n->hnext = nx_map_get(&t->children, key);
-	if (nx_map_put(&t->children, key, n) < 0) {
-		n->hnext = NULL;
-		return -1;
+		if (!slots)
+			return -1;
+		for (size_t j = 0; j < t->cap; j++)
+			if (t->slots[j])
+				place(slots, cap, node_key(slot_node(t->slots[j])),
+				      slot_node(t->slots[j]));
+		free(t->slots);
+		t->slots = slots;
+		t->cap = cap;
 	}
+	place(t->slots, t->cap, node_key(n), n);
+	t->len++;
 	return 0;
 }
 
 static void hash_out(struct nx_paths *t, struct nx_node *n)
 {
-	uint64_t key = child_key(n->parent, n->name, n->name_len);
-	struct nx_node *head = nx_map_get(&t->children, key), **pp;
+	size_t mask = t->cap - 1, i;
 
-	if (head == n) {
-		if (n->hnext)
-			nx_map_put(&t->children, key, n->hnext); /* replaces: no allocation */
-		else
-			nx_map_del(&t->children, key);
-	} else {
-		for (pp = &head; *pp; pp = &(*pp)->hnext)
-			if (*pp == n) {
-				*pp = n->hnext;
-				break;
-			}
+	if (!t->cap)
+		return;
+	for (i = home_of(node_key(n), t->cap); t->slots[i]; i = (i + 1) & mask)
+		if (slot_node(t->slots[i]) == n)
+			break;
+	if (!t->slots[i])
+		return; /* not in the table (a failed insertion) */
+	/* Backward-shift deletion: the entries of the same probe run that
+	 * follow move up, so there are no tombstones. */
+	for (size_t j = (i + 1) & mask; t->slots[j]; j = (j + 1) & mask) {
+		size_t home = home_of(node_key(slot_node(t->slots[j])), t->cap);
+
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
 	}
-	n->hnext = NULL;
+	t->slots[i] = 0;
+	t->len--;
 }
 
 static void link_child(struct nx_node *parent, struct nx_node *n)
@@ -234,5 +291,6 @@ size_t nx_join(char *buf, size_t size, const char *dir, size_t dir_len, const ch
 
 void nx_paths_free(struct nx_paths *t)
 {
-	nx_map_free(&t->children);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
 }

@@ -841,7 +841,8 @@ static int cmd_backends(int argc, char **argv)
 		put_event_list(stdout, notifyx_supported_events(nx) & NOTIFYX_ALL_EVENTS);
 		if (all_backends[i] == NOTIFYX_BACKEND_FANOTIFY)
 			printf("; recursive watches: %s; filesystems without file handles or id: ENODEV",
-			       has_sys_admin() ? "one filesystem mark per filesystem (CAP_SYS_ADMIN)"
+			       has_sys_admin() ? "inode marks up to max_user_marks/2 directories, "
+						 "one filesystem mark per filesystem beyond (CAP_SYS_ADMIN)"
 					       : "an inode mark per directory (no CAP_SYS_ADMIN)");
 		putchar('\n');
 		notifyx_close(nx);
