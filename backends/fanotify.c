@@ -1817,9 +1817,10 @@ static int hold_root(struct notifyx *nx, struct nx_watch *w, int fd)
  * the close).  Its deletion is seen as the FAN_DELETE in its parent, which
  * names it by identifier (root_deleted): filesystem marks hear it anyway;
  * inode marks mark the parent for it (the guard), and mark the new parent
- * after a MOVE_SELF.  A root whose parent cannot be marked is not held (its
- * tree is then reached by its path, as given).  A root held through its
- * parent (a mount root) is not held itself.
+ * after a MOVE_SELF.  A root whose parent cannot be marked (not readable,
+ * no mark left) is held anyway, with an ERROR on "": its deletion will not
+ * be seen.  A root held through its parent (a mount root) is not held
+ * itself.
  */
 static void guard_root(struct notifyx *nx, struct nx_watch *w)
 {
@@ -1837,10 +1838,13 @@ static void guard_root(struct notifyx *nx, struct nx_watch *w)
 		close(pfd);
 		return;
 	}
+	/* The root is still reached through what is held (dropping it would
+	 * leave the watch to the absolute path), but nothing would tell its
+	 * deletion: say so, as inotify does. */
+	int err = errno;
 	if (pfd >= 0)
 		close(pfd);
-	close(fw->hfd);
-	fw->hfd = -1;
+	emit_error(nx, w, "", err);
 }
 
 /* FAN_DELETE of directory k: the watches whose held root it was end. */

@@ -1425,6 +1425,8 @@ static void mounts_free(struct mnt *v, size_t n)
 	free(v);
 }
 
+/* The mount table, sorted by id; NULL (and *n 0) when it cannot be read
+ * whole. */
 static struct mnt *mounts(size_t *n)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -1442,12 +1444,12 @@ static struct mnt *mounts(size_t *n)
 			if (*n == cap) {
 				struct mnt *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
 				if (!nv)
-					break;
+					goto fail;
 				v = nv;
 			}
 			unescape(point);
 			if (!(v[*n].point = strdup(point)))
-				break;
+				goto fail;
 			v[(*n)++].id = id;
 		}
 		/* A line longer than the buffer: skip its rest. */
@@ -1458,6 +1460,12 @@ static struct mnt *mounts(size_t *n)
 	if (v)
 		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
+fail:
+	/* A partial table would make mounts seem gone: no table, no verdict. */
+	fclose(f);
+	mounts_free(v, *n);
+	*n = 0;
+	return NULL;
 }
 
 /* A hash of the mounts below sw's root, where the root is now; 0 when that

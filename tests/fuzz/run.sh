@@ -50,7 +50,7 @@ CFLAGS_FUZZ="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined 
 INCLUDES="-I$B/gen -I$top/include -I$top/libnotifyx -I$top/backends -I$top/tools -I$top/tests -I$here"
 LIB_SRCS="$top/libnotifyx/handle.c $top/libnotifyx/queue.c $top/libnotifyx/paths.c \
 $top/libnotifyx/map.c $top/libnotifyx/names.c $top/backends/scan.c $top/backends/treemove.c \
-$top/backends/inotify.c \
+$top/backends/inotify.c $top/backends/treepath.c \
 $top/backends/snapshot.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c \
 $top/backends/fanotify.c"
 
