@@ -38,6 +38,8 @@ static int poll_open(struct notifyx *nx)
 		return -1;
 	pb->interval.it_value.tv_sec = nx->poll_interval_ms / 1000;
 	pb->interval.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
+	/* Periodic too: were a re-arm to fail, the scans would go on. */
+	pb->interval.it_interval = pb->interval.it_value;
 	pb->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (pb->timerfd < 0 || timerfd_settime(pb->timerfd, 0, &pb->interval, NULL) < 0 ||
 	    nx_epoll_add(nx, pb->timerfd) < 0) {
@@ -86,8 +88,9 @@ static int poll_process(struct notifyx *nx)
 	if (read(pb->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return 0;
 	nx_scanner_run(nx, &pb->scanner, true);
-	if (timerfd_settime(pb->timerfd, 0, &pb->interval, NULL) < 0)
-		return -1;
+	/* A failure leaves the periodic timer as it was: the next scan is at
+	 * most one interval early. */
+	(void)timerfd_settime(pb->timerfd, 0, &pb->interval, NULL);
 	return 0;
 }
 
