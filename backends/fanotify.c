@@ -1943,7 +1943,8 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
 	if (mask & FAN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
-		guard_root(nx, w);
+		if (!w->ended) /* (a ONESHOT watch ended in nx_emit) */
+			guard_root(nx, w);
 	}
 	if (mask & FAN_DELETE_SELF) {
 		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);

@@ -1152,7 +1152,8 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		nx_end_watch(nx, w);
 	} else if (mask & IN_MOVE_SELF) {
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
-		if (iw && iw->rootfd >= 0)
+		/* (A ONESHOT watch ended in nx_emit: its state is gone.) */
+		if (!w->ended && (iw = iw_of(w)) && iw->rootfd >= 0)
 			guard(nx, w, false); /* its parent changed */
 	} else if (nx_inotify_event(mask)) {
 		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
