@@ -77,7 +77,7 @@ struct notifyx_config {
 #define NOTIFYX_UNMOUNT       0x00020000u /* the filesystem holding the root was unmounted */
 #define NOTIFYX_ERROR         0x00040000u /* part of the tree is no longer watched; see error */
 #define NOTIFYX_IGNORED       0x00080000u /* the watch is gone: the last event of its wd */
-#define NOTIFYX_SYNC          0x00100000u /* 0.2: the initial listing (LIST) of this watch is complete */
+#define NOTIFYX_SYNC          0x00100000u /* 0.2: the listing (LIST) or repair (RESCAN) of this watch is complete */
 
 /* notifyx_event.flags */
 #define NOTIFYX_EVENT_ISDIR     0x1u /* the entry is a directory */
@@ -91,6 +91,7 @@ struct notifyx_config {
 #define NOTIFYX_WATCH_ONLYDIR   0x8u  /* fail with ENOTDIR unless path is a directory */
 #define NOTIFYX_WATCH_XDEV      0x10u /* recursive: do not enter other mounted filesystems */
 #define NOTIFYX_WATCH_LIST      0x20u /* report what the tree holds, and what moves in, as SYNTHETIC CREATEs */
+#define NOTIFYX_WATCH_RESCAN    0x40u /* 0.2: after an OVERFLOW, rescan and report only what changed */
 
 struct notifyx_event {
 	uint32_t size;         /* bytes in this record, names and zero padding included; multiple of 8 */

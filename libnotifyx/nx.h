@@ -164,6 +164,17 @@ struct nx_backend {
 	/* Reads what the kernel has without blocking and queues events;
 	 * returns 0, or -1 with errno on a hard failure. */
 	int (*process)(struct notifyx *nx);
+	/* Optional, for NOTIFYX_WATCH_RESCAN: after a loss of events of w,
+	 * makes the kernel side whole again, as a new watch of the tree as it
+	 * is now would be: every directory watched, the path table (w->root
+	 * and below) rebuilt to match the disk, what is gone dropped.  It
+	 * reaches the root through the descriptor it holds, never w->abspath
+	 * (the root may have moved).  Called outside process(), with w->flags
+	 * without NOTIFYX_WATCH_LIST; what it emits is discarded (the core
+	 * reports the differences itself).  Returns 0, or -1 with errno: the
+	 * core then ends the watch with an ERROR.  A backend that loses
+	 * nothing on its kernel side (the scanners) leaves it NULL. */
+	int (*repair)(struct notifyx *nx, struct nx_watch *w);
 	/* Optional: how many of the backend's own signals the calling thread
 	 * has handled; a blocking read that one of them interrupted goes on. */
 	unsigned long (*own_signals)(void);
