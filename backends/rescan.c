@@ -327,15 +327,21 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 
 	w->repair_due = false;
 	w->staging = true; /* what it queues is exempt from queue_max */
-	if (nx->ops->repair && (flags & NOTIFYX_WATCH_RECURSIVE)) {
+	if (nx->ops->repair) {
 		/* The backend's own events are not the application's (the
-		 * diff below tells what changed), its ERRORs are. */
+		 * diff below tells what changed), its ERRORs and the end of
+		 * the root are. */
 		w->quiet = true;
 		w->flags &= ~NOTIFYX_WATCH_LIST;
 		if (nx->ops->repair(nx, w) < 0)
 			err = errno;
 		w->flags = flags;
 		w->quiet = false;
+	}
+	if (w->ended) { /* its root went: no repair, its model is freed */
+		w->staging = false;
+		nx_queue_splice(&nx->queue, &nx->stage, true);
+		return;
 	}
 	if (err) {
 		nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, err, "", 0, NULL, 0);

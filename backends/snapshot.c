@@ -1276,6 +1276,20 @@ struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w
 	return NULL;
 }
 
+int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
+{
+	struct nx_swatch *sw = nx_scanner_find(s, w);
+
+	/* What the repair's events leave the application with is the disk
+	 * as it is now: the next scans must report from there, not from a
+	 * snapshot whose events were lost. */
+	if (sw) {
+		sw->dirty = true;
+		nx_scanner_run(nx, s, false);
+	}
+	return 0;
+}
+
 static void free_swatch(struct nx_scanner *s, struct nx_swatch *sw)
 {
 	if (s->on_free)

@@ -215,4 +215,7 @@ void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w);
  * and in the other trees the directories marked with nx_snap_mark. */
 void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all);
 struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w);
+/* The backends' repair op (RESCAN): reads w's tree now, bringing its
+ * snapshot up to the disk. */
+int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w);
 void nx_scanner_free(struct nx_scanner *s);

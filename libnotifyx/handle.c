@@ -331,7 +331,8 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 
 	struct notifyx_event *ev;
 
-	if (w->ended || (w->quiet && mask != NOTIFYX_ERROR))
+	if (w->ended ||
+	    (w->quiet && (mask & NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))))
 		return false;
 	if (mask == NOTIFYX_RENAME && w->nexclude) {
 		bool new_out = path_excluded(nx, w, path, path_len);

@@ -139,7 +139,7 @@ struct nx_watch {
 	void *bdata;        /* backend data */
 	struct nx_rescan *rescan; /* NOTIFYX_WATCH_RESCAN: the model (backends/rescan.c) */
 	bool repair_due;    /* RESCAN: events were lost, a repair is to run */
-	bool quiet;         /* RESCAN: the backend repairs: only its ERRORs pass */
+	bool quiet;         /* RESCAN: the backend repairs: only ERROR and self events pass */
 	bool repairing;     /* RESCAN: the repair's diff is queued: the model is being replaced */
 };
 
@@ -174,10 +174,11 @@ struct nx_backend {
 	 * and below) rebuilt to match the disk, what is gone dropped.  It
 	 * reaches the root through the descriptor it holds, never w->abspath
 	 * (the root may have moved).  Called outside process(), with w->flags
-	 * without NOTIFYX_WATCH_LIST; what it emits is discarded (the core
-	 * reports the differences itself).  Returns 0, or -1 with errno: the
-	 * core then ends the watch with an ERROR.  A backend that loses
-	 * nothing on its kernel side (the scanners) leaves it NULL. */
+	 * without NOTIFYX_WATCH_LIST; of what it emits only ERROR and the
+	 * self events pass (the core reports the differences itself).  Returns
+	 * 0, or -1 with errno: the core then ends the watch with an ERROR.
+	 * A scanning backend brings its snapshot up to the disk, so that its
+	 * next scans report from where the repair leaves the application. */
 	int (*repair)(struct notifyx *nx, struct nx_watch *w);
 	/* Optional: how many of the backend's own signals the calling thread
 	 * has handled; a blocking read that one of them interrupted goes on. */
