@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -332,12 +333,248 @@ static void test_repair_flat(void **state)
 	assert_int_equal(notifyx_close(nx), 0);
 }
 
+/* ---- end to end, through the core: a mirror under a tiny queue_max ---- */
+
+/* The copy of "Mirroring a tree" (API.md): entries as "d path" or "f path". */
+static char *copy[4096];
+static size_t ncopy;
+
+static long copy_find(const char *path)
+{
+	for (size_t i = 0; i < ncopy; i++)
+		if (!strcmp(copy[i] + 2, path))
+			return (long)i;
+	return -1;
+}
+
+/* Is p at or below dir? */
+static bool below(const char *p, const char *dir, size_t len)
+{
+	return !len || (!strncmp(p, dir, len) && (p[len] == '\0' || p[len] == '/'));
+}
+
+static void copy_remove(const char *path)
+{
+	size_t len = strlen(path), j = 0;
+
+	for (size_t i = 0; i < ncopy; i++) {
+		if (below(copy[i] + 2, path, len))
+			free(copy[i]);
+		else
+			copy[j++] = copy[i];
+	}
+	ncopy = j;
+}
+
+static void copy_add(const char *path, bool dir)
+{
+	long i = copy_find(path);
+
+	if (i >= 0 && (copy[i][0] == 'd') == dir)
+		return;
+	copy_remove(path);
+	assert_true(ncopy < sizeof(copy) / sizeof(copy[0]));
+	assert_true(asprintf(&copy[ncopy++], "%c %s", dir ? 'd' : 'f', path) > 0);
+}
+
+/* Moves what is at or below from to the same place below to. */
+static void copy_move(const char *from, const char *to)
+{
+	size_t flen = strlen(from);
+
+	for (size_t i = 0; i < ncopy; i++) {
+		if (!below(copy[i] + 2, from, flen))
+			continue;
+		char *p;
+		assert_true(asprintf(&p, "%c %s%s", copy[i][0], to, copy[i] + 2 + flen) > 0);
+		free(copy[i]);
+		copy[i] = p;
+	}
+}
+
+static void apply(const struct notifyx_event *ev)
+{
+	const char *path = notifyx_event_path(ev), *old = notifyx_event_old_path(ev);
+	bool dir = ev->flags & NOTIFYX_EVENT_ISDIR;
+
+	switch (ev->mask) {
+	case NOTIFYX_CREATE:
+	case NOTIFYX_MOVED_IN:
+		copy_add(path, dir);
+		break;
+	case NOTIFYX_DELETE:
+	case NOTIFYX_MOVED_OUT:
+		copy_remove(path);
+		break;
+	case NOTIFYX_RENAME:
+		if (ev->flags & NOTIFYX_EVENT_EXCHANGE) {
+			copy_move(path, "\x01");
+			copy_move(old, path);
+			copy_move("\x01", old);
+		} else if (copy_find(old) >= 0) {
+			copy_remove(path);
+			copy_move(old, path);
+		} else {
+			copy_add(path, dir);
+		}
+		break;
+	case NOTIFYX_DELETE_SELF:
+		copy_remove("");
+		break;
+	}
+}
+
+static char *disk[4096];
+static size_t ndisk;
+
+static int disk_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (!path[root_len])
+		return 0;
+	assert_true(ndisk < sizeof(disk) / sizeof(disk[0]));
+	assert_true(asprintf(&disk[ndisk++], "%c %s", type == FTW_D ? 'd' : 'f',
+			     path + root_len + 1) > 0);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)type;
+	(void)f;
+	return remove(path) < 0 ? -1 : 0;
+}
+
+/* A random path of up to three components below root. */
+static void random_path(char *buf, size_t size, const char *root)
+{
+	int depth = 1 + rand() % 3, off = snprintf(buf, size, "%s", root);
+
+	for (int i = 0; i < depth; i++)
+		off += snprintf(buf + off, size - (size_t)off, "/%c%d", rand() % 4 ? 'd' : 'f',
+				rand() % 5);
+}
+
+static void churn_once(const char *root)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	random_path(a, sizeof(a), root);
+	random_path(b, sizeof(b), root);
+	switch (rand() % 6) {
+	case 0:
+	case 1:
+		(void)mkdir(a, 0755);
+		break;
+	case 2:
+		close(open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+		break;
+	case 3:
+	case 4:
+		(void)rename(a, b);
+		break;
+	case 5:
+		nftw(a, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		break;
+	}
+}
+
+static void test_rescan_churn(void **state)
+{
+	struct notifyx_config c = { .size = sizeof(c), .backend = NOTIFYX_BACKEND_INOTIFY,
+				    .flags = NOTIFYX_NONBLOCK, .queue_max = 8 };
+	struct notifyx *nx = notifyx_open(&c);
+	static _Alignas(8) char buf[NOTIFYX_EVENT_MAX];
+	struct pollfd p;
+	char root[PATH_MAX];
+	size_t overflows = 0, syncs = 0, synthetic = 0;
+	bool open_overflow = false;
+	int wd;
+
+	(void)state;
+	assert_non_null(nx);
+	snprintf(root, sizeof(root), "%s/churn", top);
+	assert_int_equal(mkdir(root, 0755), 0);
+	srand(1);
+	for (int i = 0; i < 60; i++)
+		churn_once(root);
+	wd = notifyx_add_watch(nx, root,
+			       NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |
+				       NOTIFYX_MOVED_IN | NOTIFYX_DELETE_SELF,
+			       NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN);
+	if (wd < 0 && errno == EINVAL) {
+		notifyx_close(nx);
+		skip(); /* the core has no NOTIFYX_WATCH_RESCAN yet */
+	}
+	assert_true(wd > 0);
+	p = (struct pollfd){ .fd = notifyx_fd(nx), .events = POLLIN };
+	for (int i = 0, quiet = 0; quiet < 3;) {
+		if (i < 3000) {
+			for (int k = 0; k < 20; k++, i++)
+				churn_once(root);
+		} else if (poll(&p, 1, 200) == 0) {
+			quiet++;
+		}
+		/* One event at a time: the queue of 8 overflows again and again. */
+		for (int k = 0; k < 4; k++) {
+			ssize_t n = notifyx_read(nx, buf, sizeof(buf));
+			if (n < 0) {
+				assert_int_equal(errno, EAGAIN);
+				break;
+			}
+			quiet = 0;
+			const struct notifyx_event *ev = (const void *)buf;
+			assert_int_equal(ev->wd, wd);
+			if (ev->mask == NOTIFYX_OVERFLOW) {
+				assert_false(open_overflow); /* no second one before the SYNC */
+				open_overflow = true;
+				overflows++;
+			} else if (ev->mask == NOTIFYX_SYNC) {
+				open_overflow = false;
+				syncs++;
+			} else if (open_overflow && (ev->flags & NOTIFYX_EVENT_SYNTHETIC)) {
+				synthetic++;
+			}
+			assert_true(ev->mask != NOTIFYX_ERROR && ev->mask != NOTIFYX_IGNORED);
+			apply(ev);
+		}
+	}
+	print_message("rescan churn: %zu overflows, %zu syncs, %zu synthetic differences\n",
+		      overflows, syncs, synthetic);
+	assert_false(open_overflow);
+	assert_true(overflows > 0 && synthetic > 0);
+	assert_true(syncs >= overflows + 1); /* and one after the listing */
+	root_len = strlen(root);
+	ndisk = 0;
+	assert_int_equal(nftw(root, disk_entry, 16, FTW_PHYS), 0);
+	qsort(disk, ndisk, sizeof(disk[0]), cmp_str);
+	qsort(copy, ncopy, sizeof(copy[0]), cmp_str);
+	size_t i;
+	for (i = 0; i < ndisk && i < ncopy && !strcmp(disk[i], copy[i]); i++)
+		;
+	if (i < ndisk || i < ncopy)
+		fail_msg("the copy differs from the disk: disk \"%s\", copy \"%s\"",
+			 i < ndisk ? disk[i] : "(end)", i < ncopy ? copy[i] : "(end)");
+	for (i = 0; i < ndisk; i++)
+		free(disk[i]);
+	copy_remove("");
+	assert_int_equal(notifyx_close(nx), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_repair_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_root_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_flat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescan_churn, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
