@@ -117,6 +117,14 @@ void nx_snap_mark(struct nx_snode *n);
  * a new directory that cannot be read is kept without a listing (noted in
  * partial_err), to be tried again at the next listing of its parent. */
 struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r);
+/* Stats path (relative to dirfd, not followed if a symbolic link) as a
+ * read does, birth time or generation included; -1 with errno. */
+int nx_snap_stat(int dirfd, const char *path, struct nx_sattr *a);
+/* Takes n out of its directory and frees it with everything below it. */
+void nx_snap_remove(struct nx_snode *n);
+/* Moves n (with everything below it) into dir under name; -1 with ENOMEM,
+ * or EEXIST when the name is taken. */
+int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, size_t len);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
 void nx_snap_free(struct nx_snode *n);

@@ -717,7 +717,7 @@ static void watch_bad_events_flags(void **state)
 			     NOTIFYX_UNMOUNT, NOTIFYX_ERROR, NOTIFYX_IGNORED,
 			     NOTIFYX_CREATE | NOTIFYX_IGNORED, NOTIFYX_CREATE | NOTIFYX_OVERFLOW,
 			     NOTIFYX_CREATE | 0x100000 };
-	uint32_t badfl[] = { 0x40, 0x80, 0x100, 0x80000000u, 0xffffffffu };
+	uint32_t badfl[] = { 0x80, 0x100, 0x200, 0x80000000u, 0xffffffffu };
 	size_t i;
 	int wd;
 
