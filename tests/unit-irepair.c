@@ -491,7 +491,7 @@ static void churn_once(const char *root)
  * tree: the changes are lost in the kernel (IN_Q_OVERFLOW). */
 static void kernel_burst(const char *root)
 {
-	char f[PATH_MAX];
+	char f[PATH_MAX + 8];
 	FILE *m = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
 	int max = 16384;
 
@@ -511,7 +511,7 @@ static void kernel_burst(const char *root)
 /* What the stream of a RESCAN watch showed. */
 struct tally {
 	size_t overflows, syncs, synthetic;
-	bool open; /* an OVERFLOW waits for its SYNC */
+	bool open; /* an OVERFLOW waits for a SYNC */
 };
 
 static void take(struct tally *t, int wd, const struct notifyx_event *ev)
@@ -519,7 +519,8 @@ static void take(struct tally *t, int wd, const struct notifyx_event *ev)
 	assert_int_equal(ev->wd, wd);
 	assert_true(ev->mask != NOTIFYX_ERROR && ev->mask != NOTIFYX_IGNORED);
 	if (ev->mask == NOTIFYX_OVERFLOW) {
-		assert_false(t->open); /* no second one before the SYNC */
+		/* (A loss after events that follow an OVERFLOW, before the
+		 * repair began, is an OVERFLOW again: the core's rule.) */
 		t->open = true;
 		t->overflows++;
 	} else if (ev->mask == NOTIFYX_SYNC) {
@@ -609,7 +610,7 @@ static void churn_run(unsigned seed, int ops)
 		      seed, t.overflows, t.syncs, t.synthetic);
 	assert_false(t.open);
 	assert_true(t.overflows > 0 && t.synthetic > 0);
-	assert_true(t.syncs >= t.overflows + 1); /* and one after the listing */
+	assert_true(t.syncs >= 2); /* after the listing, and after a repair */
 	copy_equals_disk(root);
 	assert_int_equal(notifyx_close(nx), 0);
 }
