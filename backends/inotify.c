@@ -2032,6 +2032,9 @@ static size_t parse(struct notifyx *nx, bool drained)
 		} else if (must_wait(nx, pos, &r)) {
 			done = false;
 		} else if (r.mask & IN_Q_OVERFLOW) {
+			/* Every watch, even one repaired after it (stale()): the
+			 * kernel queue may have stayed full, losing more, after
+			 * the repair read its tree. */
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
 			done = moved_from(nx, pos, &r, drained);
