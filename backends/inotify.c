@@ -2452,7 +2452,7 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	}
 	free(k.v);
 	errno = err;
-	return ret;
+	return ret < 0 ? -1 : 1; /* listed: w->flags has NOTIFYX_WATCH_LIST */
 }
 
 const struct nx_backend nx_backend_inotify = {

@@ -201,7 +201,9 @@ static void table_matches(struct nx_watch *w, const char *root)
 	assert_string_equal(list[0], list[1]);
 }
 
-/* Calls the backend's repair as the core does (its events are discarded). */
+/* Calls the backend's repair as the core does, its listing discarded
+ * (these watches have no RESCAN model to fill).  A recursive watch is
+ * listed (1), a plain one loses nothing (0). */
 static void repair(struct notifyx *nx, int wd)
 {
 	struct nx_watch *w = nx_map_get(&nx->watches, (uint64_t)wd);
@@ -210,9 +212,9 @@ static void repair(struct notifyx *nx, int wd)
 	assert_non_null(w);
 	assert_non_null(nx->ops->repair);
 	flags = w->flags;
-	w->flags &= ~NOTIFYX_WATCH_LIST;
+	w->flags |= NOTIFYX_WATCH_LIST;
 	w->staging = true;
-	assert_int_equal(nx->ops->repair(nx, w), 0);
+	assert_int_equal(nx->ops->repair(nx, w), flags & NOTIFYX_WATCH_RECURSIVE ? 1 : 0);
 	w->staging = false;
 	w->flags = flags;
 	nx_queue_clear(&nx->stage);
