@@ -30,7 +30,7 @@
 
 #include "dnsig.h"
 #include "nx.h"
-#include "snapshot.h"
+#include "scanner.h"
 
 #define DN_EVENTS (DN_CREATE | DN_DELETE | DN_RENAME | DN_MODIFY | DN_ATTRIB)
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "nx.h"
-#include "snapshot.h"
+#include "scanner.h"
 
 struct pollb {
 	int timerfd;
