@@ -37,6 +37,12 @@ struct nx_rescan {
 	int rootfd;               /* O_PATH: follows the root wherever it moves */
 	struct nx_snode *model;   /* what the application has been told */
 	uint32_t cookie;          /* for the diff's MOVED_OUT/MOVED_IN pairs */
+	/* While a listing is queued, the directory whose entries come in a
+	 * row, held open: each entry is stat'ed with one lookup, not one per
+	 * component of its path. */
+	int dirfd;
+	size_t dir_len;
+	char dir[PATH_MAX];
 };
 
 struct read_ctx {
@@ -87,6 +93,7 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
 	if (!rs)
 		return -1;
 	w->rescan = rs;
+	rs->dirfd = -1;
 	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (rs->rootfd < 0 || !(rs->model = new_root(rs))) {
@@ -106,6 +113,8 @@ void nx_rescan_free(struct nx_watch *w)
 		return;
 	if (rs->rootfd >= 0)
 		close(rs->rootfd);
+	if (rs->dirfd >= 0)
+		close(rs->dirfd);
 	nx_snap_free(rs->model);
 	free(rs);
 	w->rescan = NULL;
@@ -154,6 +163,34 @@ static void unknown(struct nx_sattr *a, const struct nx_snode *dir, bool isdir)
 static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *path, size_t len,
 			    bool isdir, bool moved_in);
 
+/* Stats the entry at rel (path_len long, NUL-terminated, in a buffer of
+ * PATH_MAX). */
+static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr *a)
+{
+	struct nx_rescan *rs = w->rescan;
+	const char *slash = memrchr(rel, '/', len);
+	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+
+	if (!w->staging || !slash) { /* not a listing: events are few */
+		if (rs->dirfd >= 0)
+			close(rs->dirfd);
+		rs->dirfd = -1;
+		return nx_snap_stat(rs->rootfd, rel, a);
+	}
+	if (rs->dirfd < 0 || rs->dir_len != dlen || memcmp(rs->dir, rel, dlen)) {
+		if (rs->dirfd >= 0)
+			close(rs->dirfd);
+		rel[dlen] = '\0';
+		rs->dirfd = openat(rs->rootfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		rel[dlen] = '/';
+		if (rs->dirfd < 0)
+			return nx_snap_stat(rs->rootfd, rel, a);
+		memcpy(rs->dir, rel, dlen);
+		rs->dir_len = dlen;
+	}
+	return nx_snap_stat(rs->dirfd, rel + dlen + 1, a);
+}
+
 /* The directory that holds path's last component, made (as the events of
  * a tree made it) when missing; NULL when it cannot be. */
 static struct nx_snode *parent_of(struct notifyx *nx, struct nx_watch *w, const char *path,
@@ -189,7 +226,7 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 		return NULL;
 	memcpy(rel, path, len);
 	rel[len] = '\0';
-	if (nx_snap_stat(rs->rootfd, rel, &a) < 0 || (S_ISDIR(a.mode) != isdir))
+	if (stat_entry(w, rel, len, &a) < 0 || (S_ISDIR(a.mode) != isdir))
 		unknown(&a, dir, isdir);
 	if ((n = nx_snap_find(dir, name, nlen))) {
 		if (nx_snode_isdir(n) == isdir) {
@@ -343,6 +380,10 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 	int listed = 0;
 
 	w->repair_due = false;
+	if (rs->dirfd >= 0) { /* the directory may have moved since the last listing */
+		close(rs->dirfd);
+		rs->dirfd = -1;
+	}
 	if (!(rs->model = new_root(rs))) {
 		rs->model = dw.old;
 		/* A root that is gone has its DELETE_SELF or UNMOUNT coming;
