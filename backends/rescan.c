@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,20 +49,29 @@ struct nx_rescan {
 struct read_ctx {
 	struct notifyx *nx;
 	struct nx_watch *w;
+	const char *below; /* the read's root relative to the watch's, or NULL */
 };
 
 static bool excluded(void *ctx, const char *path, const char *name)
 {
 	const struct read_ctx *c = ctx;
+	char full[PATH_MAX];
 
-	return c->w->nexclude && nx_excluded(c->nx, c->w, path, name);
+	if (!c->w->nexclude)
+		return false;
+	if (c->below) {
+		if ((size_t)snprintf(full, sizeof(full), "%s/%s", c->below, path) >= sizeof(full))
+			return false;
+		path = full;
+	}
+	return nx_excluded(c->nx, c->w, path, name);
 }
 
 /* Reads w's tree as a scanning backend would; NULL with errno. */
 static struct nx_snode *read_tree(struct notifyx *nx, struct nx_watch *w, struct nx_sread *r,
 				  const struct nx_snode *prev)
 {
-	struct read_ctx c = { nx, w };
+	struct read_ctx c = { nx, w, NULL };
 
 	memset(r, 0, sizeof(*r));
 	r->recursive = w->flags & NOTIFYX_WATCH_RECURSIVE;
@@ -241,18 +251,22 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 	 * application was not told of, as a scan would see them: read them. */
 	if (isdir && recursive && moved_in && !(w->flags & NOTIFYX_WATCH_LIST) &&
 	    a.ino) {
-		struct read_ctx c = { nx, w };
+		struct read_ctx c = { nx, w, rel };
 		struct nx_sread r = { .recursive = true,
 				      .xdev = w->flags & NOTIFYX_WATCH_XDEV,
-				      .skip = NULL, .ctx = &c };
+				      .skip = excluded, .ctx = &c };
 		int fd = openat(rs->rootfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct nx_snode *t = fd >= 0 ? nx_snap_read(fd, &r) : NULL;
 		if (fd >= 0)
 			close(fd);
-		if (t) {
-			/* Its entries become n's (their names stay below it). */
-			while (t->nkids)
-				nx_snap_move(t->kids[0], n, t->kids[0]->name, t->kids[0]->name_len);
+		if (t) { /* its entries become n's */
+			n->kids = t->kids;
+			n->nkids = t->nkids;
+			n->cap = t->cap;
+			for (uint32_t i = 0; i < n->nkids; i++)
+				n->kids[i]->parent = n;
+			t->kids = NULL;
+			t->nkids = t->cap = 0;
 			nx_snap_free(t);
 		}
 	}
@@ -374,7 +388,7 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 {
 	struct nx_rescan *rs = w->rescan;
 	struct nx_sdiff_watch dw = { .old = rs->model };
-	struct read_ctx c = { nx, w };
+	struct read_ctx c = { nx, w, NULL };
 	struct nx_sread r;
 	uint32_t flags = w->flags;
 	int listed = 0;
