@@ -282,9 +282,9 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 	if (w->ended || w->quiet || w->rebuild)
 		return;
 	if (w->rescan) {
-		bool pending = w->repair_due || w->repairing;
 		/* A loss before the repair's SYNC is queued starts it over,
-		 * with no second OVERFLOW (API.md). */
+		 * with no second OVERFLOW (API.md), once the first is queued. */
+		bool pending = (w->repair_due || w->repairing) && !w->lost;
 		w->repair_due = nx->repairs_due = true;
 		if (pending)
 			return;

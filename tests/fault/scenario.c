@@ -56,7 +56,9 @@
 
 #define EVENTS (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | \
 		NOTIFYX_MOVED_IN | NOTIFYX_DELETE_SELF)
-#define WFLAGS (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)
+/* SWEEP_RESCAN=1 adds NOTIFYX_WATCH_RESCAN: repairs under injection. */
+#define WFLAGS (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST | (rescan ? NOTIFYX_WATCH_RESCAN : 0))
+static bool rescan; /* getenv("SWEEP_RESCAN") */
 #define WAIT_MS 3000   /* for an event that must come */
 #define STALL_MS 1000  /* descriptor not readable this long: look anyway */
 #define SCAN_MS 50     /* poll_interval_ms of the scanning backends */
@@ -400,8 +402,8 @@ static void apply(const struct notifyx_event *ev)
 			fail("ERROR (%s) carries %s; the injected fault was %s %s", p,
 			     ename(ev->error), last_kind(), ename(last_errno()));
 		break;
-	case NOTIFYX_SYNC: /* once, after the listing: no repair without RESCAN */
-		if (*p || m->synced)
+	case NOTIFYX_SYNC: /* once after the listing, and after each repair (RESCAN) */
+		if (*p || (m->synced && !rescan))
 			fail("SYNC on wd %d: path \"%s\", %s", ev->wd, p,
 			     m->synced ? "a second one" : "not the root");
 		m->synced = true;
@@ -654,6 +656,7 @@ int main(int argc, char **argv)
 	if (bname && *bname)
 		backend = backend_of(bname);
 	scanning = backend == NOTIFYX_BACKEND_DNOTIFY || backend == NOTIFYX_BACKEND_POLL;
+	rescan = getenv("SWEEP_RESCAN") && !strcmp(getenv("SWEEP_RESCAN"), "1");
 	if (argc > 2 && !strcmp(argv[2], "probe")) {
 		struct notifyx_config cfg = { .size = sizeof(cfg), .backend = backend };
 		struct notifyx *h = notifyx_open(&cfg);
