@@ -8,12 +8,18 @@
  * disk, and changes made inside the renamed and the new directories must be
  * reported under their current paths.  Both mark modes: inode marks and the
  * filesystem mark (NOTIFYX_FANOTIFY_INODE_MAX=0), and a watch that is not
- * recursive (its table names the root's child directories).  Exit 77 when
- * fanotify is not available here.
+ * recursive (its table names the root's child directories).
+ *
+ * Then end to end, through the core: a RESCAN|LIST watch with queue_max 8
+ * under a churn of mkdir, rename, moves in and out and rm -r, read slowly:
+ * every OVERFLOW is followed by SYNTHETIC differences and a SYNC, and a copy
+ * that applies every event as API.md's "Mirroring a tree" says equals the
+ * disk at the end.  Exit 77 when fanotify is not available here.
  */
 #include "config.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -293,6 +299,278 @@ static void test_shallow(void **state)
 	close_fix(&f);
 }
 
+/* ---- end to end ---- */
+
+struct entry {
+	char *path;
+	bool dir;
+};
+
+struct copy {
+	struct entry *e;
+	size_t n;
+};
+
+static bool below(const char *path, const char *top)
+{
+	size_t len = strlen(top);
+
+	return !strncmp(path, top, len) && (!path[len] || path[len] == '/');
+}
+
+static ssize_t copy_find(const struct copy *c, const char *path)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->e[i].path, path))
+			return (ssize_t)i;
+	return -1;
+}
+
+static void copy_add(struct copy *c, const char *path, bool dir)
+{
+	c->e = realloc(c->e, (c->n + 1) * sizeof(*c->e));
+	assert_non_null(c->e);
+	c->e[c->n].path = strdup(path);
+	c->e[c->n++].dir = dir;
+}
+
+static void copy_drop(struct copy *c, const char *top)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (below(c->e[i].path, top))
+			free(c->e[i].path);
+		else
+			c->e[j++] = c->e[i];
+	}
+	c->n = j;
+}
+
+/* Entries below from (or to, with swap) get the other prefix. */
+static void copy_move(struct copy *c, const char *from, const char *to, bool swap)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const char *a = NULL, *b = NULL;
+		if (below(c->e[i].path, from))
+			a = from, b = to;
+		else if (swap && below(c->e[i].path, to))
+			a = to, b = from;
+		if (!a)
+			continue;
+		char *p = malloc(strlen(b) + strlen(c->e[i].path) - strlen(a) + 1);
+		assert_non_null(p);
+		sprintf(p, "%s%s", b, c->e[i].path + strlen(a));
+		free(c->e[i].path);
+		c->e[i].path = p;
+	}
+}
+
+/* API.md, "Mirroring a tree". */
+static void copy_apply(struct copy *c, const struct notifyx_event *ev)
+{
+	const char *path = notifyx_event_path(ev), *old = notifyx_event_old_path(ev);
+	bool dir = ev->flags & NOTIFYX_EVENT_ISDIR;
+	ssize_t i;
+
+	switch (ev->mask) {
+	case NOTIFYX_RENAME:
+		if (ev->flags & NOTIFYX_EVENT_EXCHANGE) {
+			copy_move(c, old, path, true);
+			break;
+		}
+		if (copy_find(c, old) >= 0) {
+			copy_drop(c, path);
+			copy_move(c, old, path, false);
+			break;
+		}
+		/* fall through: as for CREATE */
+	case NOTIFYX_CREATE:
+	case NOTIFYX_MOVED_IN:
+		if ((i = copy_find(c, path)) >= 0 && c->e[i].dir == dir)
+			break;
+		copy_drop(c, path);
+		copy_add(c, path, dir);
+		break;
+	case NOTIFYX_DELETE:
+	case NOTIFYX_MOVED_OUT:
+		copy_drop(c, path);
+		break;
+	case NOTIFYX_DELETE_SELF:
+		copy_drop(c, "");
+		break;
+	default:
+		break;
+	}
+}
+
+static struct copy *disk_listing;
+static size_t disk_root_len;
+
+static int list_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)type;
+	if (ftw->level > 0)
+		copy_add(disk_listing, path + disk_root_len + 1, S_ISDIR(st->st_mode));
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st, (void)type, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->path, ((const struct entry *)b)->path);
+}
+
+/* The copy equals the tree at root; both are emptied. */
+static void same_as_disk(struct copy *c, const char *root)
+{
+	struct copy d = { 0 };
+	bool same;
+
+	disk_listing = &d;
+	disk_root_len = strlen(root);
+	assert_int_equal(nftw(root, list_one, 16, FTW_PHYS), 0);
+	qsort(c->e, c->n, sizeof(*c->e), by_path);
+	qsort(d.e, d.n, sizeof(*d.e), by_path);
+	same = c->n == d.n;
+	for (size_t i = 0; same && i < c->n; i++)
+		same = !strcmp(c->e[i].path, d.e[i].path) && c->e[i].dir == d.e[i].dir;
+	if (!same) {
+		fprintf(stderr, "copy (%zu):\n", c->n);
+		for (size_t i = 0; i < c->n; i++)
+			fprintf(stderr, "  %s%s\n", c->e[i].path, c->e[i].dir ? "/" : "");
+		fprintf(stderr, "disk (%zu):\n", d.n);
+		for (size_t i = 0; i < d.n; i++)
+			fprintf(stderr, "  %s%s\n", d.e[i].path, d.e[i].dir ? "/" : "");
+	}
+	copy_drop(c, "");
+	copy_drop(&d, "");
+	free(c->e);
+	free(d.e);
+	assert_true(same);
+}
+
+/* A random path of the tree at root: one to three of a, b, c. */
+static void random_path(char *buf, size_t size, const char *root)
+{
+	int depth = 1 + rand() % 3;
+	size_t len = (size_t)snprintf(buf, size, "%s", root);
+
+	for (int i = 0; i < depth; i++)
+		len += (size_t)snprintf(buf + len, size - len, "/%c", "abc"[rand() % 3]);
+}
+
+static void churn_op(const char *root, const char *out)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	int fd;
+
+	random_path(p, sizeof(p), root);
+	random_path(q, sizeof(q), root);
+	switch (rand() % 8) {
+	case 0:
+	case 1:
+		mkdir(p, 0755);
+		break;
+	case 2:
+		strcat(p, "/f");
+		if ((fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) >= 0)
+			close(fd);
+		break;
+	case 3:
+	case 4:
+		rename(p, q); /* fails often (missing, into itself): a no-op */
+		break;
+	case 5:
+		nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		break;
+	case 6:
+		rename(p, out); /* moved out (when out is free) */
+		break;
+	case 7:
+		rename(out, p); /* and back in elsewhere */
+		break;
+	}
+}
+
+static void test_end_to_end(void **state)
+{
+	const char *inode_max = *state, *seed = getenv("FREPAIR_SEED");
+	struct notifyx_config cfg = { .size = sizeof(cfg), .backend = NOTIFYX_BACKEND_FANOTIFY,
+				      .flags = NOTIFYX_NONBLOCK, .queue_max = 8 };
+	char base[64] = "/tmp/nx-frepair.XXXXXX", root[128], out[128];
+	static char buf[65536];
+	struct copy c = { 0 };
+	struct notifyx *nx;
+	size_t overflows = 0, synthetic = 0, syncs = 0;
+	bool due = false; /* an OVERFLOW waits for its SYNC */
+	int wd;
+
+	assert_non_null(mkdtemp(base));
+	snprintf(root, sizeof(root), "%s/root", base);
+	snprintf(out, sizeof(out), "%s/out", base);
+	assert_int_equal(mkdir(root, 0755), 0);
+	setenv("NOTIFYX_FANOTIFY_INODE_MAX", inode_max, 1);
+	nx = notifyx_open(&cfg);
+	unsetenv("NOTIFYX_FANOTIFY_INODE_MAX");
+	assert_non_null(nx);
+	wd = notifyx_add_watch(nx, root,
+			       NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |
+				       NOTIFYX_MOVED_IN | NOTIFYX_DELETE_SELF,
+			       NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN);
+	assert_true(wd > 0);
+	/* The same churn each run, unless FREPAIR_SEED says another. */
+	srand(seed ? (unsigned)atoi(seed) : 1);
+	for (int round = 0; round < 60; round++) {
+		struct pollfd p = { .fd = notifyx_fd(nx), .events = POLLIN };
+		bool last = round == 59;
+		/* A burst unread, then a little read: the library's queue
+		 * overflows; at the end, read until quiet. */
+		for (int i = 0; i < 40 && !last; i++)
+			churn_op(root, out);
+		for (int reads = 0; last || reads < 3; reads++) {
+			ssize_t len = notifyx_read(nx, buf, last ? sizeof(buf) : NOTIFYX_EVENT_MAX);
+			if (len < 0) {
+				assert_int_equal(errno, EAGAIN);
+				if (!last || poll(&p, 1, 500) <= 0)
+					break;
+				continue;
+			}
+			for (const struct notifyx_event *e = (const void *)buf;
+			     (const char *)e < buf + len; e = notifyx_event_next(e)) {
+				assert_int_equal(e->wd, wd);
+				assert_int_not_equal(e->mask, NOTIFYX_IGNORED);
+				assert_int_not_equal(e->mask, NOTIFYX_ERROR);
+				if (e->mask == NOTIFYX_OVERFLOW) {
+					overflows++;
+					due = true;
+				} else if (e->mask == NOTIFYX_SYNC) {
+					syncs++;
+					due = false;
+				} else if (due && (e->flags & NOTIFYX_EVENT_SYNTHETIC)) {
+					synthetic++;
+				}
+				copy_apply(&c, e);
+			}
+		}
+	}
+	fprintf(stderr, "%zu overflows, %zu syncs, %zu synthetic differences\n", overflows, syncs,
+		synthetic);
+	assert_false(due);
+	assert_true(overflows > 0);
+	assert_true(synthetic > 0);
+	assert_true(syncs > overflows / 2); /* one SYNC per repair, the listing's included */
+	same_as_disk(&c, root);
+	assert_int_equal(notifyx_close(nx), 0);
+	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	static const struct mode inode_lost = { "1000000", true, 1 },
@@ -307,6 +585,8 @@ int main(void)
 		{ "inode marks, two repairs", test_run, NULL, NULL, (void *)&inode_twice },
 		{ "filesystem mark, two repairs", test_run, NULL, NULL, (void *)&fs_twice },
 		cmocka_unit_test(test_shallow),
+		{ "end to end, inode marks", test_end_to_end, NULL, NULL, (void *)"1000000" },
+		{ "end to end, filesystem mark", test_end_to_end, NULL, NULL, (void *)"0" },
 	};
 	struct notifyx_config cfg = { .size = sizeof(cfg), .backend = NOTIFYX_BACKEND_FANOTIFY };
 	struct notifyx *nx = notifyx_open(&cfg);
