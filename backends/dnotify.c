@@ -243,6 +243,13 @@ static void dn_rm_watch(struct notifyx *nx, struct nx_watch *w)
 	nx_scanner_rm(&b->scanner, w);
 }
 
+static int dn_repair(struct notifyx *nx, struct nx_watch *w)
+{
+	struct dnb *b = nx->bdata;
+
+	return nx_scanner_repair(nx, &b->scanner, w);
+}
+
 /* The kernel's signal names the directory: only that one is listed again
  * (a file watch's directory: the file is checked). */
 static void signalled(void *ctx, int dfd)
@@ -298,5 +305,6 @@ const struct nx_backend nx_backend_dnotify = {
 	.add_watch = dn_add_watch,
 	.rm_watch = dn_rm_watch,
 	.process = dn_process,
+	.repair = dn_repair,
 	.own_signals = nx_dnsig_thread_signals,
 };

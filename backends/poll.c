@@ -77,6 +77,13 @@ static void poll_rm_watch(struct notifyx *nx, struct nx_watch *w)
 	nx_scanner_rm(&pb->scanner, w);
 }
 
+static int poll_repair(struct notifyx *nx, struct nx_watch *w)
+{
+	struct pollb *pb = nx->bdata;
+
+	return nx_scanner_repair(nx, &pb->scanner, w);
+}
+
 static int poll_process(struct notifyx *nx)
 {
 	struct pollb *pb = nx->bdata;
@@ -104,4 +111,5 @@ const struct nx_backend nx_backend_poll = {
 	.add_watch = poll_add_watch,
 	.rm_watch = poll_rm_watch,
 	.process = poll_process,
+	.repair = poll_repair,
 };

@@ -170,6 +170,37 @@ struct nx_snode *nx_snap_add(struct nx_snode *parent, const char *name, size_t l
 	return n;
 }
 
+void nx_snap_remove(struct nx_snode *n)
+{
+	if (n->parent)
+		detach(n);
+	nx_snap_free(n);
+}
+
+int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, size_t len)
+{
+	char *copy;
+
+	if (nx_snap_find(dir, name, len)) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (reserve(dir, 1) < 0 || !(copy = malloc(len + 1))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(copy, name, len);
+	copy[len] = '\0';
+	if (n->parent)
+		detach(n);
+	if (n->name_alloc)
+		free(n->name);
+	n->name = copy;
+	n->name_len = (uint32_t)len;
+	n->name_alloc = true;
+	return insert(dir, n); /* cannot fail: the name is free and room reserved */
+}
+
 struct nx_snode *nx_snap_empty(const struct nx_snode *n)
 {
 	struct nx_snode *e = node_new("", 0);
@@ -213,30 +244,51 @@ static void fill(struct nx_sattr *a, const struct statx *sx)
 }
 
 /* Where the filesystem has no birth time: the inode generation, which needs
- * a descriptor (so only for regular files and directories).  An entry seen
- * before under the same name with the same inode and ctime keeps its
- * generation; a reused inode number always comes with a new ctime. */
+ * a descriptor (so only for regular files and directories).  Returns the
+ * system calls it made. */
+static unsigned read_generation(int dfd, const char *name, struct nx_sattr *a)
+{
+	int fd, gen;
+
+	if (!S_ISREG(a->mode) && !S_ISDIR(a->mode))
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
+		a->id2 = (uint32_t)gen;
+		a->has_id2 = true;
+	}
+	close(fd);
+	return 3; /* open, ioctl, close */
+}
+
+/* An entry seen before under the same name with the same inode and ctime
+ * keeps its generation; a reused inode number always comes with a new
+ * ctime. */
 static void generation(struct reader *rd, const char *name, size_t len, struct nx_sattr *a)
 {
 	const struct nx_snode *old = rd->prev ? nx_snap_find(rd->prev, name, len) : NULL;
-	int fd, gen;
 
 	if (old && old->a.ino == a->ino && old->a.ctime == a->ctime) {
 		a->id2 = old->a.id2;
 		a->has_id2 = old->a.has_id2;
 		return;
 	}
-	if (!S_ISREG(a->mode) && !S_ISDIR(a->mode))
-		return;
-	fd = openat(rd->dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	rd->r->syscalls += 3; /* open, ioctl, close */
-	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
-		a->id2 = (uint32_t)gen;
-		a->has_id2 = true;
-	}
-	close(fd);
+	rd->r->syscalls += read_generation(rd->dfd, name, a);
+}
+
+int nx_snap_stat(int dirfd, const char *path, struct nx_sattr *a)
+{
+	struct statx sx;
+
+	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+		return -1;
+	fill(a, &sx);
+	if (!a->has_id2)
+		read_generation(dirfd, path, a);
+	return 0;
 }
 
 /* Notes an error that leaves part of the tree out: the entry name (NULL:
@@ -1222,6 +1274,20 @@ struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w
 		if (sw->w == w && !sw->dead)
 			return sw;
 	return NULL;
+}
+
+int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
+{
+	struct nx_swatch *sw = nx_scanner_find(s, w);
+
+	/* What the repair's events leave the application with is the disk
+	 * as it is now: the next scans must report from there, not from a
+	 * snapshot whose events were lost. */
+	if (sw) {
+		sw->dirty = true;
+		nx_scanner_run(nx, s, false);
+	}
+	return 0;
 }
 
 static void free_swatch(struct nx_scanner *s, struct nx_swatch *sw)

@@ -117,6 +117,14 @@ void nx_snap_mark(struct nx_snode *n);
  * a new directory that cannot be read is kept without a listing (noted in
  * partial_err), to be tried again at the next listing of its parent. */
 struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r);
+/* Stats path (relative to dirfd, not followed if a symbolic link) as a
+ * read does, birth time or generation included; -1 with errno. */
+int nx_snap_stat(int dirfd, const char *path, struct nx_sattr *a);
+/* Takes n out of its directory and frees it with everything below it. */
+void nx_snap_remove(struct nx_snode *n);
+/* Moves n (with everything below it) into dir under name; -1 with ENOMEM,
+ * or EEXIST when the name is taken. */
+int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, size_t len);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
 void nx_snap_free(struct nx_snode *n);
@@ -207,4 +215,7 @@ void nx_scanner_rm(struct nx_scanner *s, struct nx_watch *w);
  * and in the other trees the directories marked with nx_snap_mark. */
 void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all);
 struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w);
+/* The backends' repair op (RESCAN): reads w's tree now, bringing its
+ * snapshot up to the disk. */
+int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w);
 void nx_scanner_free(struct nx_scanner *s);

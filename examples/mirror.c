@@ -3,9 +3,11 @@
  * mirror: keep a copy of a directory tree's shape, following the pattern of
  * notifyx(7), "Mirroring a tree", to the letter.
  *
- *   mirror [-q|-v] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] [-w QUIET_MS] [-e PATTERN]... SRC DST
+ *   mirror [-q|-v] [-R] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] [-w QUIET_MS] [-e PATTERN]... SRC DST
  *
  * -e PATTERN: notifyx_exclude(PATTERN) (the copy leaves out what it hides).
+ * -R: the watch has NOTIFYX_WATCH_RESCAN too: an OVERFLOW is only counted
+ * (the library repairs the watch and ends the repair with a SYNC).
  * DST must be an empty or nonexistent directory outside SRC.  The copy holds
  * an empty directory for every directory of SRC and an empty regular file
  * for every other entry (files, symbolic links, devices...): contents are not
@@ -21,7 +23,8 @@
  *                     path held (old_path missing: as CREATE of path);
  *                     with NOTIFYX_EVENT_EXCHANGE the two are swapped
  *   DELETE_SELF       the tree is gone: clear the copy
- *   OVERFLOW          remove the watch, clear the copy, add the watch again
+ *   OVERFLOW          remove the watch, clear the copy, add the watch again;
+ *                     with -R (RESCAN) nothing: the copy is exact at the SYNC
  *
  * Control:
  *   SIGTERM, SIGINT  print the counts of events to stderr and exit 0
@@ -29,7 +32,7 @@
  *                    none held: a non-blocking read fails with EAGAIN and the
  *                    descriptor then stays unreadable for QUIET_MS), then
  *                    print one line "synced events=N overflows=N
- *                    anomalies=N errors=N" on stdout.  At that moment the
+ *                    anomalies=N errors=N resyncs=N syncs=N" on stdout.  At that moment the
  *                    copy equals SRC, if nothing changes SRC meanwhile.
  * "started" is printed on stdout once the watch is set up and the signals are
  * handled.  Events are logged on stderr unless -q; -v also logs what is done
@@ -66,10 +69,11 @@ static const char *src;
 static int dst_fd = -1;  /* the copy's root */
 static int wd = -1;      /* the current watch; -1 when there is none */
 static int verbose = 1;  /* 0: -q, 1: events, 2: -v, events and actions */
+static uint32_t rescan;  /* -R: NOTIFYX_WATCH_RESCAN */
 
 /* counts, for the sync line and the summary */
 static unsigned long count_by_bit[32];
-static unsigned long events, overflows, anomalies, errors, exchanges, resyncs, stale;
+static unsigned long events, overflows, anomalies, errors, exchanges, resyncs, stale, syncs;
 
 /* signals, through a self-pipe */
 static int sig_pipe[2] = { -1, -1 };
@@ -302,7 +306,7 @@ static int backend_unavailable(int err)
 
 static void add_watch(void)
 {
-	wd = notifyx_add_watch(nx, src, MIRROR_EVENTS, MIRROR_FLAGS);
+	wd = notifyx_add_watch(nx, src, MIRROR_EVENTS, MIRROR_FLAGS | rescan);
 	if (wd < 0) {
 		int err = errno;
 
@@ -379,8 +383,11 @@ static void apply(const struct notifyx_event *ev)
 		clear_copy();
 		break;
 	case NOTIFYX_OVERFLOW:
-		/* Events were lost: start again from an empty copy. */
+		/* Events were lost: start again from an empty copy, unless
+		 * the library repairs the watch (RESCAN): then keep applying. */
 		overflows++;
+		if (rescan)
+			break;
 		resyncs++;
 		action("resync");
 		if (notifyx_rm_watch(nx, wd) < 0)
@@ -394,7 +401,8 @@ static void apply(const struct notifyx_event *ev)
 		fprintf(stderr, "mirror: not watched: \"%s\": %s\n", path, strerror(ev->error));
 		break;
 	case NOTIFYX_SYNC:
-		/* The listing is complete: nothing to apply. */
+		/* The listing, or a repair, is complete: nothing to apply. */
+		syncs++;
 		break;
 	case NOTIFYX_IGNORED:
 		fprintf(stderr, "mirror: the watch of %s is over\n", src);
@@ -456,8 +464,8 @@ static void sync_copy(int quiet_ms)
 			fatal("poll");
 	}
 	fflush(stderr);
-	printf("synced events=%lu overflows=%lu anomalies=%lu errors=%lu\n",
-	       events, overflows, anomalies, errors);
+	printf("synced events=%lu overflows=%lu anomalies=%lu errors=%lu resyncs=%lu syncs=%lu\n",
+	       events, overflows, anomalies, errors, resyncs, syncs);
 	fflush(stdout);
 }
 
@@ -479,7 +487,7 @@ static void summary(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mirror [-q|-v] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] "
+	fprintf(stderr, "usage: mirror [-q|-v] [-R] [-b BACKEND] [-Q QUEUE_MAX] [-i POLL_MS] "
 		"[-w QUIET_MS] [-e PATTERN]... SRC DST\n");
 	exit(2);
 }
@@ -536,7 +544,7 @@ int main(int argc, char **argv)
 	int quiet_ms = -1, opt, nexcl = 0;
 	const char *excl[8];
 
-	while ((opt = getopt(argc, argv, "b:e:i:qQ:vw:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:e:i:qQ:Rvw:")) != -1) {
 		switch (opt) {
 		case 'e':
 			if (nexcl == 8)
@@ -562,6 +570,7 @@ int main(int argc, char **argv)
 		}
 		case 'i': cfg.poll_interval_ms = (uint32_t)number(optarg); break;
 		case 'q': verbose = 0; break;
+		case 'R': rescan = NOTIFYX_WATCH_RESCAN; break;
 		case 'Q': cfg.queue_max = (uint32_t)number(optarg); break;
 		case 'v': verbose = 2; break;
 		case 'w': quiet_ms = (int)number(optarg); break;

@@ -80,6 +80,17 @@ static void sync_ready(struct notifyx *nx)
 		nx->ready = want;
 }
 
+/* Translates what the kernel has, then repairs what losses call for. */
+static int process(struct notifyx *nx)
+{
+	int ret = nx->ops->process(nx);
+	int err = errno;
+
+	nx_rescan_run(nx);
+	errno = err;
+	return ret;
+}
+
 /* ---- opening and closing ---- */
 
 static int read_config(struct notifyx_config *out, const struct notifyx_config *in)
@@ -184,6 +195,7 @@ fail:
 
 static void free_watch(struct nx_watch *w)
 {
+	nx_rescan_free(w);
 	free(w->path);
 	free(w->abspath);
 	free(w);
@@ -265,7 +277,18 @@ static struct nx_queue *queue_of(struct notifyx *nx, const struct nx_watch *w)
 
 void nx_lost(struct notifyx *nx, struct nx_watch *w)
 {
-	if (w->ended || w->overflowed)
+	/* While the backend repairs, what it loses is on the disk that the
+	 * repair reads next. */
+	if (w->ended || w->quiet)
+		return;
+	if (w->rescan) {
+		w->repair_due = nx->repairs_due = true;
+		/* A loss during a repair starts it over, with no second OVERFLOW
+		 * before its SYNC (API.md). */
+		if (w->repairing)
+			return;
+	}
+	if (w->overflowed)
 		return;
 	/* Queued past queue_max: one OVERFLOW per watch is what limits a run of losses. */
 	if (nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_OVERFLOW, nx->ops->event_flags, 0, 0, "",
@@ -290,6 +313,7 @@ void nx_end_watch(struct notifyx *nx, struct nx_watch *w)
 		return;
 	w->ended = true;
 	nx->ops->rm_watch(nx, w);
+	nx_rescan_free(w);
 	/* IGNORED is always queued, whatever the limit: it is the last event. */
 	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, nx->ops->event_flags, 0, 0,
 			      "", 0, NULL, 0)) {
@@ -305,7 +329,10 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 {
 	struct nx_queue *q = queue_of(nx, w);
 
-	if (w->ended)
+	struct notifyx_event *ev;
+
+	if (w->ended ||
+	    (w->quiet && (mask & NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))))
 		return false;
 	if (mask == NOTIFYX_RENAME && w->nexclude) {
 		bool new_out = path_excluded(nx, w, path, path_len);
@@ -328,7 +355,10 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 	}
 	if ((mask & NOTIFYX_ALL_EVENTS) && !(mask & w->events))
 		return false;
-	if (!w->staging && q->count - q->exempt >= nx->queue_max) {
+	/* A RESCAN watch whose root is gone cannot be repaired: what ends it
+	 * is never lost. */
+	if (!w->staging && q->count - q->exempt >= nx->queue_max &&
+	    !(w->rescan && mask == NOTIFYX_DELETE_SELF)) {
 		nx_lost(nx, w);
 		return false;
 	}
@@ -338,11 +368,14 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 		if (w->lost)
 			return false;
 	}
-	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
+	if (!(ev = nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old,
+				 old_len))) {
 		nx_lost(nx, w);
 		return false;
 	}
 	w->overflowed = false;
+	if (w->rescan && !w->repairing)
+		nx_rescan_apply(nx, w, ev);
 	if ((w->flags & NOTIFYX_WATCH_ONESHOT) && (mask & NOTIFYX_ALL_EVENTS))
 		nx_end_watch(nx, w);
 	return true;
@@ -383,6 +416,8 @@ static int check_watch_args(const struct notifyx *nx, const char *path, uint32_t
 	if ((flags & NOTIFYX_WATCH_LIST) &&
 	    (!(events & NOTIFYX_CREATE) || (flags & NOTIFYX_WATCH_ONESHOT)))
 		return EINVAL;
+	if ((flags & NOTIFYX_WATCH_RESCAN) && (flags & NOTIFYX_WATCH_ONESHOT))
+		return EINVAL;
 	if (events & ~nx->ops->supported(nx))
 		return EOPNOTSUPP;
 	if (nx->next_wd == INT32_MAX)
@@ -406,14 +441,15 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 	if (((flags & NOTIFYX_WATCH_NOFOLLOW) ? lstat(path, &st) : stat(path, &st)) < 0)
 		return -1;
 	if (!S_ISDIR(st.st_mode) &&
-	    (flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_LIST))) {
+	    (flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_LIST |
+		      NOTIFYX_WATCH_RESCAN))) {
 		errno = ENOTDIR;
 		return -1;
 	}
 	/* Events already queued in the kernel happened before this watch:
 	 * translate them now, so a shared kernel watch cannot hand them to it.
 	 * A failure to read them concerns notifyx_read, which will meet it. */
-	nx->ops->process(nx);
+	process(nx);
 	if (!(w = calloc(1, sizeof(*w)))) {
 		err = errno;
 		sync_ready(nx);
@@ -434,6 +470,12 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 	if (nx->ops->add_watch(nx, w) < 0) {
 		err = errno;
 		nx_map_del(&nx->watches, (uint64_t)w->wd);
+		goto fail;
+	}
+	if ((flags & NOTIFYX_WATCH_RESCAN) && nx_rescan_start(nx, w) < 0) {
+		err = errno;
+		nx_map_del(&nx->watches, (uint64_t)w->wd);
+		nx->ops->rm_watch(nx, w);
 		goto fail;
 	}
 	/* The listing is made: the application's copy is complete (API.md). */
@@ -468,7 +510,7 @@ NX_EXPORT int notifyx_rm_watch(struct notifyx *nx, int wd)
 	/* What the kernel already queued for this watch stays readable,
 	 * including a move half that would otherwise wait for its pair. */
 	nx->flush = true;
-	nx->ops->process(nx);
+	process(nx);
 	nx->flush = false;
 	if (w->ended) { /* it ended by itself in what was queued */
 		sync_ready(nx);
@@ -583,7 +625,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
 	}
 	while (!nx->queue.count) {
-		if (nx->ops->process(nx) < 0 && !nx->queue.count)
+		if (process(nx) < 0 && !nx->queue.count)
 			goto fail;
 		if (nx->queue.count)
 			break;

@@ -19,7 +19,7 @@
 #define NX_ALWAYS_EVENTS (NOTIFYX_OVERFLOW | NOTIFYX_UNMOUNT | NOTIFYX_ERROR | NOTIFYX_IGNORED | NOTIFYX_SYNC)
 #define NX_WATCH_FLAGS                                                          \
 	(NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONESHOT | NOTIFYX_WATCH_NOFOLLOW | \
-	 NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_XDEV | NOTIFYX_WATCH_LIST)
+	 NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_XDEV | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN)
 #define NX_DEFAULT_QUEUE_MAX 16384u
 #define NX_DEFAULT_POLL_MS   1000u
 /* How long the first half of a move waits for its second half (as GLib). */
@@ -137,6 +137,10 @@ struct nx_watch {
 	size_t abspath_len;
 	struct nx_node *root;
 	void *bdata;        /* backend data */
+	struct nx_rescan *rescan; /* NOTIFYX_WATCH_RESCAN: the model (backends/rescan.c) */
+	bool repair_due;    /* RESCAN: events were lost, a repair is to run */
+	bool quiet;         /* RESCAN: the backend repairs: only ERROR and self events pass */
+	bool repairing;     /* RESCAN: the repair's diff is queued: the model is being replaced */
 };
 
 /* ---- backends ---- */
@@ -170,10 +174,11 @@ struct nx_backend {
 	 * and below) rebuilt to match the disk, what is gone dropped.  It
 	 * reaches the root through the descriptor it holds, never w->abspath
 	 * (the root may have moved).  Called outside process(), with w->flags
-	 * without NOTIFYX_WATCH_LIST; what it emits is discarded (the core
-	 * reports the differences itself).  Returns 0, or -1 with errno: the
-	 * core then ends the watch with an ERROR.  A backend that loses
-	 * nothing on its kernel side (the scanners) leaves it NULL. */
+	 * without NOTIFYX_WATCH_LIST; of what it emits only ERROR and the
+	 * self events pass (the core reports the differences itself).  Returns
+	 * 0, or -1 with errno: the core then ends the watch with an ERROR.
+	 * A scanning backend brings its snapshot up to the disk, so that its
+	 * next scans report from where the repair leaves the application. */
 	int (*repair)(struct notifyx *nx, struct nx_watch *w);
 	/* Optional: how many of the backend's own signals the calling thread
 	 * has handled; a blocking read that one of them interrupted goes on. */
@@ -207,6 +212,7 @@ struct notifyx {
 	struct nx_paths paths;
 	char **exclude;
 	uint32_t nexclude;
+	bool repairs_due;      /* some watch has repair_due */
 };
 
 /* Queues an event for w, applying the watch's event mask, its exclude
@@ -231,5 +237,15 @@ bool nx_match_exclude(char *const *patterns, uint32_t n, const char *path, const
 /* Adds fd to the handle's epoll set (level-triggered, readable). */
 int nx_epoll_add(struct notifyx *nx, int fd);
 uint64_t nx_now_ns(void);
+
+/* ---- NOTIFYX_WATCH_RESCAN (backends/rescan.c) ---- */
+
+/* Holds w's root and reads the model: after the backend set w up. */
+int nx_rescan_start(struct notifyx *nx, struct nx_watch *w);
+/* The model follows ev, just queued for w. */
+void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev);
+/* Repairs every watch that lost events (outside the backend's process). */
+void nx_rescan_run(struct notifyx *nx);
+void nx_rescan_free(struct nx_watch *w);
 
 #endif /* NX_H */

@@ -6,6 +6,7 @@
  * LIST, names, read, fork and exec.  conf-events.c: the event rules.
  * conf-process.c: threads, signal storms, killing a blocked reader.
  * conf-edges.c: the edges of 0.2 (deep paths, moved roots, exchanges, ...).
+ * conf-hold.c: the hold of a move's first half.  conf-rescan.c: RESCAN.
  * Exit 77 when the backend cannot start here.
  */
 #ifdef HAVE_CONFIG_H
@@ -35,6 +36,7 @@ int conf_events_run(void);
 int conf_process_run(void);
 int conf_edges_run(void);
 int conf_hold_run(void);
+int conf_rescan_run(void);
 
 /* The header's version check is an integer constant expression. */
 #if !NOTIFYX_CHECK_VERSION(0, 0, 0)
@@ -717,7 +719,7 @@ static void watch_bad_events_flags(void **state)
 			     NOTIFYX_UNMOUNT, NOTIFYX_ERROR, NOTIFYX_IGNORED,
 			     NOTIFYX_CREATE | NOTIFYX_IGNORED, NOTIFYX_CREATE | NOTIFYX_OVERFLOW,
 			     NOTIFYX_CREATE | 0x100000 };
-	uint32_t badfl[] = { 0x40, 0x80, 0x100, 0x80000000u, 0xffffffffu };
+	uint32_t badfl[] = { 0x80, 0x100, 0x200, 0x80000000u, 0xffffffffu };
 	size_t i;
 	int wd;
 
@@ -1506,6 +1508,7 @@ int main(int argc, char **argv)
 	failed += conf_process_run();
 	failed += conf_edges_run();
 	failed += conf_hold_run();
+	failed += conf_rescan_run();
 	tu_watches_restore();
 	return failed ? 1 : 0;
 }

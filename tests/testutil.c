@@ -317,9 +317,10 @@ static void take(struct tu_log *log, const struct notifyx_event *ev, size_t room
 		fail_msg("event %s \"%s\" for wd %d after its IGNORED (IGNORED is the last event)",
 			 tu_mask_str(ev->mask), names, ev->wd);
 	}
-	if (ev->mask == NOTIFYX_SYNC && !(w->flags & NOTIFYX_WATCH_LIST)) {
+	if (ev->mask == NOTIFYX_SYNC && !(w->flags & (NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN))) {
 		tu_dump(log, "before the bad event");
-		fail_msg("wd %d received SYNC without NOTIFYX_WATCH_LIST", ev->wd);
+		fail_msg("wd %d received SYNC without NOTIFYX_WATCH_LIST or NOTIFYX_WATCH_RESCAN",
+			 ev->wd);
 	}
 	if (!(ev->mask & (w->events | TU_ALWAYS | NOTIFYX_SYNC))) {
 		tu_dump(log, "before the bad event");

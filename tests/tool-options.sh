@@ -6,7 +6,8 @@
 #  - watch leaves out the events of reading (open, access, close_nowrite)
 #    unless -e all;
 #  - --include, --ext and how they combine with -x; -0; --timefmt and %T;
-#    --fromfile (a file and standard input); --list; --no-follow; --xdev (as
+#    --fromfile (a file and standard input); --list; --rescan with
+#    --queue-max (an overflow repaired); --no-follow; --xdev (as
 #    root, in a mount namespace of its own, on a tmpfs mounted in the tree);
 #  - run: --postpone, --include/--ext, "/_", NOTIFYX_PATHS/EVENTS/DROPPED,
 #    --signal with --restart, --clear.
@@ -194,6 +195,31 @@ rc=$?
 [ $rc -eq 3 ] || fail "--list -1 of an empty tree: status $rc, want 3 (sync is not an event of -1)"
 usage_error watch --list -e delete "$d"
 note "--list: done"
+
+# ---- --rescan, --queue-max ---------------------------------------------------------------
+# 200 files made while notifyx is stopped, with room for 4 events: an
+# overflow, then the files the repair found, then a sync line.
+d=$tmp/rescan
+mkdir "$d"
+if start_watch "$tmp/rescan.out" "$d" -r --rescan --queue-max=4 -e create --format='%e %r'; then
+	kill -STOP "$pid"
+	i=0
+	while [ $i -lt 200 ]; do
+		: >"$d/f$i"
+		i=$((i + 1))
+	done
+	kill -CONT "$pid"
+	wait_match "$tmp/rescan.out" '^sync' || fail "--rescan: no sync line: $(head -c 1000 "$tmp/rescan.out")"
+	stop
+	grep -aq '^overflow' "$tmp/rescan.out" || fail "--rescan: no overflow with --queue-max=4"
+	[ "$(sed -n '/^overflow/,$p' "$tmp/rescan.out" | tail -n 1)" = "sync " ] ||
+		fail "--rescan: the sync line is not last after the overflow: $(tail -n 3 "$tmp/rescan.out")"
+	got=$(grep -a '^create f' "$tmp/rescan.out" | sort -u | wc -l)
+	[ "$got" -eq 200 ] || fail "--rescan: $got of the 200 files reported"
+fi
+usage_error watch --queue-max=0 "$d"
+usage_error watch --queue-max=x "$d"
+note "--rescan: done"
 
 # ---- --no-follow ----------------------------------------------------------------------------
 ln -s "$d" "$tmp/link"

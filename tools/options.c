@@ -229,6 +229,23 @@ int opts_parse(struct watch_opts *o, int opt, const char *arg)
 		return 1;
 	case OPT_FROMFILE:
 		return paths_from_file(&o->paths, arg) < 0 ? -2 : 1;
+	case OPT_RESCAN:
+		o->flags |= NOTIFYX_WATCH_RESCAN;
+		return 1;
+	case OPT_QUEUE_MAX: {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (errno || *end || end == arg || arg[0] == '-' || n == 0 || n > UINT32_MAX) {
+			fprintf(stderr, "%s: --queue-max: '%s' is not a whole number from 1\n",
+				progname, arg);
+			return -1;
+		}
+		o->queue_max = (uint32_t)n;
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -260,6 +277,7 @@ struct notifyx *opts_open(struct watch_opts *o)
 	cfg.size = sizeof(cfg);
 	cfg.backend = o->backend;
 	cfg.flags = NOTIFYX_NONBLOCK;
+	cfg.queue_max = o->queue_max;
 	nx = notifyx_open(&cfg);
 	if (!nx) {
 		int err = errno;

@@ -60,7 +60,9 @@ static void usage_run(FILE *f)
 "\n"
 "Options:\n"
 "  -r, --recursive        watch whole directory trees\n"
-"      --xdev, --no-follow, --fromfile=FILE   as for watch\n"
+"      --xdev, --no-follow, --fromfile=FILE, --rescan, --queue-max=N\n"
+"                         as for watch (with --rescan, the changes found\n"
+"                         after an overflow give one run)\n"
 "  -b, --backend=NAME     auto (default), inotify, fanotify, dnotify or poll\n"
 "  -e, --event=EVENTS     events that count as a change (as for watch); the\n"
 "                         default is every event the backend supports but\n"
@@ -134,6 +136,8 @@ struct run {
 	int stopping;   /* the group was told to stop */
 	int quitting;   /* exit once the group is gone */
 	int live;       /* watches that have not ended */
+	int repairs;    /* --rescan: OVERFLOWs read whose SYNC is still to come */
+	int changed;    /* changes seen, waiting for the repairs to end */
 	int status;     /* notifyx's exit status */
 	char *buf;
 	size_t bufsize;
@@ -308,7 +312,6 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct run *r = w->data;
-	int changed = 0;
 	ssize_t n;
 
 	(void)revents;
@@ -321,11 +324,20 @@ static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 
 			if (ev->mask == NOTIFYX_IGNORED) {
 				r->live--;
+				r->repairs = 0; /* a watch that ended has no repair to end */
+				continue;
+			}
+			/* A repair's changes give one run, once its SYNC is read. */
+			if (ev->mask == NOTIFYX_OVERFLOW && (r->opts->flags & NOTIFYX_WATCH_RESCAN))
+				r->repairs++;
+			if (ev->mask == NOTIFYX_SYNC) {
+				if (r->repairs)
+					r->repairs--;
 				continue;
 			}
 			if (!opts_filter(r->opts, ev))
 				continue;
-			changed = 1;
+			r->changed = 1;
 			root = notifyx_watch_path(r->nx, ev->wd);
 			if (!root)
 				continue;
@@ -340,7 +352,8 @@ static void on_events(struct ev_loop *loop, ev_io *w, int revents)
 		quit(r, EXIT_FAILURE);
 		return;
 	}
-	if (changed) {
+	if (r->changed && !r->repairs) {
+		r->changed = 0;
 		/* every event pushes the run back: a burst gives one run */
 		ev_timer_stop(loop, &r->debounce);
 		ev_timer_set(&r->debounce, r->delay, 0.);

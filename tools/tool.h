@@ -58,6 +58,8 @@ enum {
 	OPT_XDEV,
 	OPT_NOFOLLOW,
 	OPT_FROMFILE,
+	OPT_RESCAN,
+	OPT_QUEUE_MAX,
 	OPT_FIRST_OWN /* each command's own from here */
 };
 
@@ -74,7 +76,9 @@ enum {
 	{ "exts",      required_argument, NULL, OPT_EXT }, \
 	{ "xdev",      no_argument,       NULL, OPT_XDEV }, \
 	{ "no-follow", no_argument,       NULL, OPT_NOFOLLOW }, \
-	{ "fromfile",  required_argument, NULL, OPT_FROMFILE }
+	{ "fromfile",  required_argument, NULL, OPT_FROMFILE }, \
+	{ "rescan",    no_argument,       NULL, OPT_RESCAN }, \
+	{ "queue-max", required_argument, NULL, OPT_QUEUE_MAX }
 
 struct paths {
 	char **v;
@@ -83,6 +87,7 @@ struct paths {
 
 struct watch_opts {
 	uint32_t backend, events, flags;
+	uint32_t queue_max; /* --queue-max, 0: the library's default */
 	int want_all;
 	const char **excludes, **includes, **exts;
 	size_t nexclude, ninclude, next;

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * NOTIFYX_WATCH_RESCAN, on every backend: a model of what the application
+ * has been told, and the repair that follows an OVERFLOW.
+ *
+ * The model is a snapshot (backends/snapshot.c) of the watch's tree as the
+ * events queued so far describe it: read from the disk when the watch is
+ * added, then changed by every event queued for the watch (an entry that
+ * comes or changes is stat'ed then, so the model holds what the application
+ * could see when it handled the event).  After a loss, the repair has the
+ * backend make its kernel side whole again (ops->repair), reads the tree
+ * once, and reports the diff between the model and the disk as SYNTHETIC
+ * events, exactly as a scanning backend reports a scan, then one SYNC.
+ * Those events are not counted against queue_max (they are bounded by the
+ * differences, and losing them would only start the repair over).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nx.h"
+#include "snapshot.h"
+
+struct nx_rescan {
+	int rootfd;               /* O_PATH: follows the root wherever it moves */
+	struct nx_snode *model;   /* what the application has been told */
+	uint32_t cookie;          /* for the diff's MOVED_OUT/MOVED_IN pairs */
+};
+
+struct read_ctx {
+	struct notifyx *nx;
+	struct nx_watch *w;
+};
+
+static bool excluded(void *ctx, const char *path, const char *name)
+{
+	const struct read_ctx *c = ctx;
+
+	return c->w->nexclude && nx_excluded(c->nx, c->w, path, name);
+}
+
+/* Reads w's tree as a scanning backend would; NULL with errno. */
+static struct nx_snode *read_tree(struct notifyx *nx, struct nx_watch *w, struct nx_sread *r,
+				  const struct nx_snode *prev)
+{
+	struct read_ctx c = { nx, w };
+
+	memset(r, 0, sizeof(*r));
+	r->recursive = w->flags & NOTIFYX_WATCH_RECURSIVE;
+	r->xdev = w->flags & NOTIFYX_WATCH_XDEV;
+	r->skip = excluded;
+	r->ctx = &c;
+	r->prev = prev;
+	return nx_snap_read(w->rescan->rootfd, r);
+}
+
+int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
+{
+	struct nx_rescan *rs = calloc(1, sizeof(*rs));
+	struct nx_sread r;
+	int err;
+
+	if (!rs)
+		return -1;
+	w->rescan = rs;
+	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
+				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
+	if (rs->rootfd < 0 || !(rs->model = read_tree(nx, w, &r, NULL))) {
+		err = errno;
+		nx_rescan_free(w);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+void nx_rescan_free(struct nx_watch *w)
+{
+	struct nx_rescan *rs = w->rescan;
+
+	if (!rs)
+		return;
+	if (rs->rootfd >= 0)
+		close(rs->rootfd);
+	nx_snap_free(rs->model);
+	free(rs);
+	w->rescan = NULL;
+}
+
+/* ---- the model follows the events ---- */
+
+/* The node at path, or NULL; *dir is the directory that holds (or would
+ * hold) its last component, NULL when that directory is not in the model. */
+static struct nx_snode *lookup(struct nx_snode *root, const char *path, size_t len,
+			       struct nx_snode **dir, const char **name, size_t *nlen)
+{
+	struct nx_snode *n = root;
+	const char *p = path, *end = path + len;
+
+	*dir = NULL;
+	*name = "";
+	*nlen = 0;
+	if (!len)
+		return root;
+	for (;;) {
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		size_t l = (size_t)((slash ? slash : end) - p);
+		if (!slash) {
+			*dir = nx_snode_isdir(n) ? n : NULL;
+			*name = p;
+			*nlen = l;
+			return *dir ? nx_snap_find(n, p, l) : NULL;
+		}
+		if (!(n = nx_snap_find(n, p, l)) || !nx_snode_isdir(n))
+			return NULL;
+		p = slash + 1;
+	}
+}
+
+/* What the model says of an entry that could not be stat'ed (gone, or
+ * replaced by another type already): its type as the event told it, and no
+ * identity, so that the next diff can only compare it by name. */
+static void unknown(struct nx_sattr *a, const struct nx_snode *dir, bool isdir)
+{
+	memset(a, 0, sizeof(*a));
+	a->mode = isdir ? S_IFDIR : S_IFREG;
+	a->dev = dir->a.dev;
+}
+
+static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *path, size_t len,
+			    bool isdir, bool moved_in);
+
+/* The directory that holds path's last component, made (as the events of
+ * a tree made it) when missing; NULL when it cannot be. */
+static struct nx_snode *parent_of(struct notifyx *nx, struct nx_watch *w, const char *path,
+				  size_t len)
+{
+	const char *slash = memrchr(path, '/', len);
+	struct nx_snode *dir, *n;
+	const char *name;
+	size_t nlen;
+
+	if (!slash)
+		return w->rescan->model;
+	n = lookup(w->rescan->model, path, (size_t)(slash - path), &dir, &name, &nlen);
+	if (n && nx_snode_isdir(n))
+		return n;
+	return add(nx, w, path, (size_t)(slash - path), true, false);
+}
+
+/* The entry at path exists now, with the type the event gave it. */
+static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *path, size_t len,
+			    bool isdir, bool moved_in)
+{
+	struct nx_rescan *rs = w->rescan;
+	bool recursive = w->flags & NOTIFYX_WATCH_RECURSIVE;
+	struct nx_snode *dir = parent_of(nx, w, path, len), *n;
+	const char *slash = memrchr(path, '/', len);
+	const char *name = slash ? slash + 1 : path;
+	size_t nlen = len - (size_t)(name - path);
+	struct nx_sattr a;
+	char rel[PATH_MAX];
+
+	if (!dir || len >= sizeof(rel))
+		return NULL;
+	memcpy(rel, path, len);
+	rel[len] = '\0';
+	if (nx_snap_stat(rs->rootfd, rel, &a) < 0 || (S_ISDIR(a.mode) != isdir))
+		unknown(&a, dir, isdir);
+	if ((n = nx_snap_find(dir, name, nlen))) {
+		if (nx_snode_isdir(n) == isdir) {
+			n->a = a; /* the same type: what the copy holds below it stays */
+			return n;
+		}
+		nx_snap_remove(n);
+	}
+	if (!(n = nx_snap_add(dir, name, nlen, &a)))
+		return NULL;
+	/* A directory that moved in without LIST brought entries the
+	 * application was not told of, as a scan would see them: read them. */
+	if (isdir && recursive && moved_in && !(w->flags & NOTIFYX_WATCH_LIST) &&
+	    a.ino) {
+		struct read_ctx c = { nx, w };
+		struct nx_sread r = { .recursive = true,
+				      .xdev = w->flags & NOTIFYX_WATCH_XDEV,
+				      .skip = NULL, .ctx = &c };
+		int fd = openat(rs->rootfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct nx_snode *t = fd >= 0 ? nx_snap_read(fd, &r) : NULL;
+		if (fd >= 0)
+			close(fd);
+		if (t) {
+			/* Its entries become n's (their names stay below it). */
+			while (t->nkids)
+				nx_snap_move(t->kids[0], n, t->kids[0]->name, t->kids[0]->name_len);
+			nx_snap_free(t);
+		}
+	}
+	n->entered = isdir && recursive;
+	return n;
+}
+
+static void remove_path(struct nx_rescan *rs, const char *path, size_t len)
+{
+	struct nx_snode *dir, *n;
+	const char *name;
+	size_t nlen;
+
+	if (len && (n = lookup(rs->model, path, len, &dir, &name, &nlen)))
+		nx_snap_remove(n);
+}
+
+static bool within(const struct nx_snode *n, const struct nx_snode *a)
+{
+	for (; n; n = n->parent)
+		if (n == a)
+			return true;
+	return false;
+}
+
+static void rename_path(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev)
+{
+	struct nx_rescan *rs = w->rescan;
+	const char *to = notifyx_event_path(ev), *from = notifyx_event_old_path(ev);
+	bool isdir = ev->flags & NOTIFYX_EVENT_ISDIR;
+	struct nx_snode *a, *b, *dir, *tdir;
+	const char *name, *tname;
+	size_t nlen, tlen;
+
+	a = lookup(rs->model, from, ev->old_path_len, &dir, &name, &nlen);
+	b = lookup(rs->model, to, ev->path_len, &tdir, &tname, &tlen);
+	if (!a || !tdir || within(tdir, a)) {
+		/* The model cannot follow (the source was never told of): the
+		 * entries are what they are now. */
+		remove_path(rs, from, ev->old_path_len);
+		add(nx, w, to, ev->path_len, isdir, true);
+		if (ev->flags & NOTIFYX_EVENT_EXCHANGE)
+			add(nx, w, from, ev->old_path_len, !isdir, true);
+		return;
+	}
+	if (b == a)
+		return;
+	if (b && (ev->flags & NOTIFYX_EVENT_EXCHANGE) && !within(dir, b)) {
+		/* b takes a's place: under a temporary name first, which no
+		 * directory entry can have. */
+		if (nx_snap_move(b, dir, "/", 1) < 0)
+			return;
+	} else if (b) {
+		nx_snap_remove(b);
+		b = NULL;
+	}
+	if (nx_snap_move(a, tdir, tname, tlen) == 0 && b)
+		nx_snap_move(b, dir, name, nlen);
+}
+
+void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev)
+{
+	struct nx_rescan *rs = w->rescan;
+	const char *path = notifyx_event_path(ev);
+	bool isdir = ev->flags & NOTIFYX_EVENT_ISDIR;
+	struct nx_snode *dir, *n;
+	const char *name;
+	size_t nlen;
+
+	switch (ev->mask) {
+	case NOTIFYX_CREATE:
+		add(nx, w, path, ev->path_len, isdir, false);
+		break;
+	case NOTIFYX_MOVED_IN:
+		add(nx, w, path, ev->path_len, isdir, true);
+		break;
+	case NOTIFYX_DELETE:
+	case NOTIFYX_MOVED_OUT:
+		remove_path(rs, path, ev->path_len);
+		break;
+	case NOTIFYX_RENAME:
+		rename_path(nx, w, ev);
+		break;
+	case NOTIFYX_MODIFY:
+	case NOTIFYX_ATTRIB:
+	case NOTIFYX_CLOSE_WRITE:
+		n = lookup(rs->model, path, ev->path_len, &dir, &name, &nlen);
+		if (!n) {
+			add(nx, w, path, ev->path_len, isdir, false);
+		} else {
+			struct nx_sattr a;
+			/* Another type by now: the event that says so is coming. */
+			if (nx_snap_stat(rs->rootfd, ev->path_len ? path : ".", &a) == 0 &&
+			    (a.mode & S_IFMT) == (n->a.mode & S_IFMT))
+				n->a = a;
+		}
+		break;
+	default: /* nothing the model holds */
+		break;
+	}
+}
+
+/* ---- the repair ---- */
+
+static void emit_diff(void *ctx, size_t watch, uint32_t mask, uint32_t flags, uint32_t cookie,
+		      const char *path, size_t path_len, const char *old, size_t old_len)
+{
+	struct read_ctx *c = ctx;
+
+	(void)watch;
+	/* A filesystem mounted or unmounted below the root: what it hides
+	 * or shows is not listed, and saying OVERFLOW again would only
+	 * start another repair. */
+	if (mask == NOTIFYX_OVERFLOW)
+		return;
+	nx_emit(c->nx, c->w, mask, flags | NOTIFYX_EVENT_SYNTHETIC, cookie, 0, path, path_len,
+		old, old_len);
+}
+
+static void repair(struct notifyx *nx, struct nx_watch *w)
+{
+	struct nx_rescan *rs = w->rescan;
+	struct nx_sdiff_watch dw = { .old = rs->model };
+	struct read_ctx c = { nx, w };
+	struct nx_sread r;
+	uint32_t flags = w->flags;
+	int err = 0;
+
+	w->repair_due = false;
+	w->staging = true; /* what it queues is exempt from queue_max */
+	if (nx->ops->repair) {
+		/* The backend's own events are not the application's (the
+		 * diff below tells what changed), its ERRORs and the end of
+		 * the root are. */
+		w->quiet = true;
+		w->flags &= ~NOTIFYX_WATCH_LIST;
+		if (nx->ops->repair(nx, w) < 0)
+			err = errno;
+		w->flags = flags;
+		w->quiet = false;
+	}
+	if (w->ended) { /* its root went: no repair, its model is freed */
+		w->staging = false;
+		nx_queue_splice(&nx->queue, &nx->stage, true);
+		return;
+	}
+	if (err) {
+		nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, err, "", 0, NULL, 0);
+		w->staging = false;
+		nx_queue_splice(&nx->queue, &nx->stage, true);
+		nx_end_watch(nx, w);
+		return;
+	}
+	dw.cur = read_tree(nx, w, &r, rs->model);
+	if (!dw.cur) {
+		/* A root that is gone has its DELETE_SELF or UNMOUNT coming. */
+		if (errno != ENOENT && errno != ESTALE)
+			nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, errno, r.failed_path,
+				strlen(r.failed_path), NULL, 0);
+	} else {
+		if (r.partial_err)
+			nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
+				strlen(r.partial_path), NULL, 0);
+		dw.flags = (flags & NOTIFYX_WATCH_RECURSIVE ? NX_SDIFF_RECURSIVE : 0) |
+			   (flags & NOTIFYX_WATCH_LIST ? NX_SDIFF_LIST : 0);
+		w->repairing = true; /* the diff itself turns the model into cur */
+		if (nx_snap_diff(&dw, 1, &rs->cookie, emit_diff, &c) < 0)
+			nx_lost(nx, w); /* out of memory: the next read tries again */
+		w->repairing = false;
+		nx_snap_free(dw.old);
+		rs->model = dw.cur;
+		nx_emit(nx, w, NOTIFYX_SYNC, 0, 0, 0, "", 0, NULL, 0);
+	}
+	w->staging = false;
+	nx_queue_splice(&nx->queue, &nx->stage, true);
+}
+
+void nx_rescan_run(struct notifyx *nx)
+{
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	if (!nx->repairs_due)
+		return;
+	/* Move halves the backend holds are settled first: the repair
+	 * rebuilds what they point into. */
+	nx->flush = true;
+	nx->ops->process(nx);
+	nx->flush = false;
+	nx->repairs_due = false;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+		if (w->repair_due && !w->ended)
+			repair(nx, w);
+}
