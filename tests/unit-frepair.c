@@ -384,7 +384,8 @@ static void copy_apply(struct copy *c, const struct notifyx_event *ev)
 			copy_move(c, old, path, false);
 			break;
 		}
-		/* fall through: as for CREATE */
+		/* as for CREATE */
+		__attribute__((fallthrough));
 	case NOTIFYX_CREATE:
 	case NOTIFYX_MOVED_IN:
 		if ((i = copy_find(c, path)) >= 0 && c->e[i].dir == dir)
