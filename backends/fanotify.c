@@ -2987,6 +2987,8 @@ static void drop_orphans(struct notifyx *nx, struct orphans *o, int rootfd)
 	free(o->keys);
 }
 
+/* Sets w up again, listing the tree (w->flags has LIST: the listing fills
+ * the core's new model): 1; 0 for a watched file, which loses nothing. */
 static int fan_repair(struct notifyx *nx, struct nx_watch *w)
 {
 	struct fwatch *old = w->bdata;
@@ -2995,7 +2997,6 @@ static int fan_repair(struct notifyx *nx, struct nx_watch *w)
 	struct stat st;
 	int fd, ret = -1, err;
 
-	/* A watched file has no table to repair. */
 	if (!old || !root || !root->kref || !((struct kobj *)root->kref)->isdir)
 		return 0;
 	/* Through what is held: wherever the root is now (open_node checks it is
@@ -3003,12 +3004,17 @@ static int fan_repair(struct notifyx *nx, struct nx_watch *w)
 	 * goes by its path). */
 	if ((fd = open_node(nx, root)) < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || !st.st_nlink) {
-		/* Deleted, its event lost: the core ends the watch. */
+	if (fstat(fd, &st) < 0) {
 		err = errno;
 		close(fd);
-		errno = st.st_nlink ? err : ENOENT;
+		errno = err;
 		return -1;
+	}
+	if (!st.st_nlink) { /* deleted, its event lost: the watch ends as it would have */
+		close(fd);
+		nx_emit(nx, w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+		return 0;
 	}
 	nx_node_foreach(root, orphan_one, &o);
 	to_graveyard(nx, root);
@@ -3024,7 +3030,7 @@ static int fan_repair(struct notifyx *nx, struct nx_watch *w)
 	drop_orphans(nx, &o, fd);
 	close(fd);
 	errno = err;
-	return ret;
+	return ret < 0 ? -1 : 1;
 }
 
 const struct nx_backend nx_backend_fanotify = {

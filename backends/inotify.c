@@ -55,6 +55,7 @@ struct kwatch {
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
 	uint64_t born;        /* stream offset of the first record queued after it was added */
+	bool kept;            /* a repair may use it again: not released yet (see ino_repair) */
 };
 
 /* A watch's own state (its bdata). */
@@ -70,6 +71,7 @@ struct iwatch {
 	bool isdir;
 	struct kwatch *guard;   /* recursive: the kernel watch of the root's parent */
 	struct nx_watch *gnext; /* next watch of guard->guards */
+	uint64_t since;         /* records before this stream offset are not its own (see stale()) */
 };
 
 /* When the bytes of buf up to end were read. */
@@ -96,6 +98,8 @@ struct ino {
 	bool timer_armed;
 	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	bool block_all;       /* this pass: every later record waits */
+	bool repairing;       /* in ino_repair(): no watch ends (see check_root) */
+	bool recheck;         /* a repair found a root gone: check the roots when dry */
 	uint64_t hold_until;  /* the earliest end of the holds of the last pass */
 	/* This pass over buf: the watches whose later events wait behind a
 	 * record that waits, and the cookies of the MOVED_FROMs that wait. */
@@ -256,7 +260,7 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 /* The kernel watch goes when nothing uses it any more. */
 static void kwatch_release(struct ino *in, struct kwatch *kw)
 {
-	if (kw->subs || kw->guards)
+	if (kw->subs || kw->guards || kw->kept)
 		return;
 	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
 	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
@@ -376,16 +380,32 @@ static void unguard(struct ino *in, struct nx_watch *w)
 	kwatch_release(in, kw);
 }
 
+/* The held root of w has no link left. */
+static bool root_gone(const struct nx_watch *w)
+{
+	const struct iwatch *iw = iw_of(w);
+	struct stat st;
+
+	return !w->ended && iw && iw->rootfd >= 0 && !iw->rootname && fstat(iw->rootfd, &st) == 0 &&
+	       !st.st_nlink;
+}
+
 /* The root of w is gone when it has no link left: DELETE_SELF ends w
  * (true). */
 static bool check_root(struct notifyx *nx, struct nx_watch *w)
 {
-	struct iwatch *iw = iw_of(w);
-	struct stat st;
+	struct ino *in = ino_of(nx);
 
-	if (w->ended || !iw || iw->rootfd < 0 || iw->rootname || fstat(iw->rootfd, &st) < 0 ||
-	    st.st_nlink)
+	if (!root_gone(w))
 		return false;
+	if (in->repairing) {
+		/* The core goes on with w after its repair (it reads the tree
+		 * next, and reports what went): w ends at the next dry point of
+		 * process(), which the repair's SYNC makes the application
+		 * reach. */
+		in->recheck = true;
+		return false;
+	}
 	nx_emit(nx, w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
 	nx_end_watch(nx, w);
 	return true;
@@ -426,8 +446,9 @@ static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 		return -1;
 	}
 	check_root(nx, w); /* removed before the guard was set */
-	/* Without a guard nothing would tell the root's deletion. */
-	if (err)
+	/* Without a guard nothing would tell the root's deletion (a root
+	 * that is gone, or going, needs none). */
+	if (err && !w->ended && !root_gone(w))
 		emit_error(nx, w, "", err);
 	return 0;
 }
@@ -1083,6 +1104,16 @@ static void dry_point(struct notifyx *nx)
 
 /* ---- dispatching kernel events ---- */
 
+/* The record being handled was queued before a repair of n's watch read
+ * the tree again (ino_repair): what it says is in that reading already, and
+ * the table it was queued for is gone. */
+static bool stale(const struct ino *in, const struct nx_node *n)
+{
+	const struct iwatch *iw = iw_of(n->watch);
+
+	return iw && in->cur < iw->since;
+}
+
 /* Copies the live subscribers of kw into scratch list i. */
 static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 {
@@ -1090,6 +1121,8 @@ static size_t subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 	size_t n = 0;
 
 	for (struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
+		if (stale(in, s))
+			continue;
 		if (n == in->vec_cap[i]) {
 			size_t cap = n ? n * 2 : 8;
 			struct nx_node **v = realloc(in->vec[i], cap * sizeof(*v));
@@ -1999,6 +2032,9 @@ static size_t parse(struct notifyx *nx, bool drained)
 		} else if (must_wait(nx, pos, &r)) {
 			done = false;
 		} else if (r.mask & IN_Q_OVERFLOW) {
+			/* Every watch, even one repaired after it (stale()): the
+			 * kernel queue may have stayed full, losing more, after
+			 * the repair read its tree. */
 			nx_lost_all(nx);
 		} else if (r.mask & IN_MOVED_FROM) {
 			done = moved_from(nx, pos, &r, drained);
@@ -2036,6 +2072,17 @@ static size_t parse(struct notifyx *nx, bool drained)
 	}
 	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
 	return keep < pos ? keep : pos;
+}
+
+/* Roots that a repair found gone (see check_root). */
+static void recheck_roots(struct notifyx *nx)
+{
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	ino_of(nx)->recheck = false;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+		check_root(nx, w);
 }
 
 static int arm_hold_timer(struct ino *in)
@@ -2120,6 +2167,8 @@ static int ino_process(struct notifyx *nx)
 		dry_point(nx);
 	if (dry)
 		check_mounts(nx);
+	if (dry && in->recheck)
+		recheck_roots(nx);
 	errno = err;
 	return ret;
 }
@@ -2258,6 +2307,20 @@ static void free_iwatch(struct ino *in, struct nx_watch *w)
 	w->bdata = NULL;
 }
 
+/* Watches (and, with LIST, lists) the tree of w from its root, held in its
+ * iwatch, into w->root, a bare root node; a recursive watch also guards its
+ * root.  -1 with errno when the watch cannot be set up (see walk()). */
+static int watch_tree(struct notifyx *nx, struct nx_watch *w)
+{
+	struct ino *in = ino_of(nx);
+
+	in->path[2][0] = '\0';
+	if (walk(nx, w->root, -1, "", in->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
+	    w->ended)
+		return -1;
+	return (w->flags & NOTIFYX_WATCH_RECURSIVE) ? guard(nx, w, true) : 0;
+}
+
 static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	struct ino *in = ino_of(nx);
@@ -2281,15 +2344,11 @@ static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 	if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && iw->isdir && iw->mnt_id)
 		hold_mount_parent(in, iw);
 	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
-		in->path[2][0] = '\0';
 		if (!iw->isdir) { /* the core checked, but it may have changed since */
 			errno = ENOTDIR;
 			goto fail;
 		}
-		if (walk(nx, w->root, -1, "", in->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
-			 true) < 0 || w->ended)
-			goto fail;
-		if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && guard(nx, w, true) < 0)
+		if (watch_tree(nx, w) < 0)
 			goto fail;
 	} else {
 		uint32_t extra = (w->flags & NOTIFYX_WATCH_NOFOLLOW ? IN_DONT_FOLLOW : 0) |
@@ -2319,6 +2378,83 @@ static void ino_rm_watch(struct notifyx *nx, struct nx_watch *w)
 	free_iwatch(ino_of(nx), w);
 }
 
+/* The kernel watches a repair may use again. */
+struct kept {
+	struct kwatch **v;
+	size_t n, cap;
+};
+
+static void keep(struct kept *k, struct kwatch *kw)
+{
+	if (!kw || kw->kept)
+		return;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 64;
+		struct kwatch **v = realloc(k->v, cap * sizeof(*v));
+		if (!v)
+			return; /* released and added again: a new wd, no harm */
+		k->v = v;
+		k->cap = cap;
+	}
+	kw->kept = true;
+	k->v[k->n++] = kw;
+}
+
+static void keep_node(void *ctx, struct nx_node *n)
+{
+	keep(ctx, n->kref);
+}
+
+/*
+ * After a loss of w's events (NOTIFYX_WATCH_RESCAN), the table of w no
+ * longer matches the disk: it is built again from the held root, as
+ * ino_add_watch builds it, and the old one is buried.  The old table's kernel
+ * watches are kept meanwhile, so that a directory still there keeps its wd
+ * (inotify_add_watch on a watched inode returns it): dropping them all would
+ * queue one IN_IGNORED per directory, enough to overflow the kernel queue
+ * again with a large tree.  The records queued before the new table are not
+ * w's any more (stale()): the tree is read after them.
+ */
+static int ino_repair(struct notifyx *nx, struct nx_watch *w)
+{
+	struct ino *in = ino_of(nx);
+	struct iwatch *iw = iw_of(w);
+	struct kept k = { 0 };
+	struct nx_node *root;
+	int queued = 0, ret, err;
+
+	/* Otherwise one kernel watch on the root: it loses nothing. */
+	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || !iw || iw->rootfd < 0 || !w->root)
+		return 0;
+	if (!(root = nx_node_new_root(w)))
+		return -1;
+	ioctl(in->fd, FIONREAD, &queued);
+	iw->since = in->stream + (uint64_t)queued;
+	nx_node_foreach(w->root, keep_node, &k);
+	keep(&k, iw->guard);
+	bury(nx, w->root);
+	w->root = root;
+	/* Directories of the old table waiting to be watched go with it (the
+	 * graveyard frees them after two dry points, the list might outlive
+	 * that). */
+	size_t j = 0;
+	for (size_t i = 0; i < in->ndeferred; i++)
+		if (!in->deferred[i].node->dead)
+			in->deferred[j++] = in->deferred[i];
+	in->ndeferred = j;
+	in->repairing = true;
+	ret = watch_tree(nx, w);
+	err = errno;
+	in->repairing = false;
+	for (size_t i = 0; i < k.n; i++) {
+		k.v[i]->kept = false;
+		kwatch_release(in, k.v[i]);
+	}
+	free(k.v);
+	errno = err;
+	return ret < 0 ? -1 : 1; /* listed: w->flags has NOTIFYX_WATCH_LIST */
+}
+
 const struct nx_backend nx_backend_inotify = {
 	.name = "inotify",
 	.id = NOTIFYX_BACKEND_INOTIFY,
@@ -2328,4 +2464,5 @@ const struct nx_backend nx_backend_inotify = {
 	.add_watch = ino_add_watch,
 	.rm_watch = ino_rm_watch,
 	.process = ino_process,
+	.repair = ino_repair,
 };

@@ -4,15 +4,22 @@
  * has been told, and the repair that follows an OVERFLOW.
  *
  * The model is a snapshot (backends/snapshot.c) of the watch's tree as the
- * events queued so far describe it: read from the disk when the watch is
- * added, then changed by every event queued for the watch (an entry that
- * comes or changes is stat'ed then, so the model holds what the application
- * could see when it handled the event).  After a loss, the repair has the
- * backend make its kernel side whole again (ops->repair), reads the tree
- * once, and reports the diff between the model and the disk as SYNTHETIC
- * events, exactly as a scanning backend reports a scan, then one SYNC.
- * Those events are not counted against queue_max (they are bounded by the
- * differences, and losing them would only start the repair over).
+ * events queued so far describe it: built from the backend's own listing
+ * when the watch is added (NOTIFYX_WATCH_LIST, for the model alone when the
+ * application did not ask for it), then changed by every event queued for
+ * the watch (an entry that comes or changes is stat'ed then, so the model
+ * holds what the application could see when it handled the event).
+ *
+ * After a loss, the backend sets its kernel side up again and lists the
+ * tree into a new model (ops->repair), and the diff between the two models
+ * is reported as SYNTHETIC events, exactly as a scanning backend reports a
+ * scan, then one SYNC.  The new model comes from the backend's listing, not
+ * from a read of its own, because only the backend knows how its listing
+ * and the kernel's events fit together while the tree changes (a read of
+ * its own could miss a directory moved during it that the kernel's events
+ * then take as known).  The repair's events are not counted against
+ * queue_max: they are bounded by the differences, and losing them would
+ * only start the repair over.
  */
 #include "config.h"
 
@@ -59,18 +66,30 @@ static struct nx_snode *read_tree(struct notifyx *nx, struct nx_watch *w, struct
 	return nx_snap_read(w->rescan->rootfd, r);
 }
 
+/* An empty model: the root, with its attributes. */
+static struct nx_snode *new_root(const struct nx_rescan *rs)
+{
+	struct nx_sattr a;
+	struct nx_snode *n;
+
+	if (nx_snap_stat(rs->rootfd, ".", &a) < 0 || !(n = nx_snap_add(NULL, "", 0, &a)))
+		return NULL;
+	n->entered = true;
+	return n;
+}
+
 int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
 {
 	struct nx_rescan *rs = calloc(1, sizeof(*rs));
-	struct nx_sread r;
 	int err;
 
+	(void)nx;
 	if (!rs)
 		return -1;
 	w->rescan = rs;
 	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
-	if (rs->rootfd < 0 || !(rs->model = read_tree(nx, w, &r, NULL))) {
+	if (rs->rootfd < 0 || !(rs->model = new_root(rs))) {
 		err = errno;
 		nx_rescan_free(w);
 		errno = err;
@@ -222,29 +241,29 @@ static bool within(const struct nx_snode *n, const struct nx_snode *a)
 	return false;
 }
 
-static void rename_path(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev)
+static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, const char *to,
+			size_t to_len, const char *from, size_t from_len)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *to = notifyx_event_path(ev), *from = notifyx_event_old_path(ev);
-	bool isdir = ev->flags & NOTIFYX_EVENT_ISDIR;
+	bool isdir = flags & NOTIFYX_EVENT_ISDIR;
 	struct nx_snode *a, *b, *dir, *tdir;
 	const char *name, *tname;
 	size_t nlen, tlen;
 
-	a = lookup(rs->model, from, ev->old_path_len, &dir, &name, &nlen);
-	b = lookup(rs->model, to, ev->path_len, &tdir, &tname, &tlen);
+	a = lookup(rs->model, from, from_len, &dir, &name, &nlen);
+	b = lookup(rs->model, to, to_len, &tdir, &tname, &tlen);
 	if (!a || !tdir || within(tdir, a)) {
 		/* The model cannot follow (the source was never told of): the
 		 * entries are what they are now. */
-		remove_path(rs, from, ev->old_path_len);
-		add(nx, w, to, ev->path_len, isdir, true);
-		if (ev->flags & NOTIFYX_EVENT_EXCHANGE)
-			add(nx, w, from, ev->old_path_len, !isdir, true);
+		remove_path(rs, from, from_len);
+		add(nx, w, to, to_len, isdir, true);
+		if (flags & NOTIFYX_EVENT_EXCHANGE)
+			add(nx, w, from, from_len, isdir, true);
 		return;
 	}
 	if (b == a)
 		return;
-	if (b && (ev->flags & NOTIFYX_EVENT_EXCHANGE) && !within(dir, b)) {
+	if (b && (flags & NOTIFYX_EVENT_EXCHANGE) && !within(dir, b)) {
 		/* b takes a's place: under a temporary name first, which no
 		 * directory entry can have. */
 		if (nx_snap_move(b, dir, "/", 1) < 0)
@@ -257,42 +276,40 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, const struct not
 		nx_snap_move(b, dir, name, nlen);
 }
 
-void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev)
+void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
+		     const char *path, size_t path_len, const char *old, size_t old_len)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *path = notifyx_event_path(ev);
-	bool isdir = ev->flags & NOTIFYX_EVENT_ISDIR;
+	bool isdir = flags & NOTIFYX_EVENT_ISDIR;
 	struct nx_snode *dir, *n;
+	struct nx_sattr a;
 	const char *name;
 	size_t nlen;
 
-	switch (ev->mask) {
+	switch (mask) {
 	case NOTIFYX_CREATE:
-		add(nx, w, path, ev->path_len, isdir, false);
+		add(nx, w, path, path_len, isdir, false);
 		break;
 	case NOTIFYX_MOVED_IN:
-		add(nx, w, path, ev->path_len, isdir, true);
+		add(nx, w, path, path_len, isdir, true);
 		break;
 	case NOTIFYX_DELETE:
 	case NOTIFYX_MOVED_OUT:
-		remove_path(rs, path, ev->path_len);
+		remove_path(rs, path, path_len);
 		break;
 	case NOTIFYX_RENAME:
-		rename_path(nx, w, ev);
+		rename_path(nx, w, flags, path, path_len, old, old_len);
 		break;
 	case NOTIFYX_MODIFY:
 	case NOTIFYX_ATTRIB:
 	case NOTIFYX_CLOSE_WRITE:
-		n = lookup(rs->model, path, ev->path_len, &dir, &name, &nlen);
-		if (!n) {
-			add(nx, w, path, ev->path_len, isdir, false);
-		} else {
-			struct nx_sattr a;
-			/* Another type by now: the event that says so is coming. */
-			if (nx_snap_stat(rs->rootfd, ev->path_len ? path : ".", &a) == 0 &&
-			    (a.mode & S_IFMT) == (n->a.mode & S_IFMT))
-				n->a = a;
-		}
+		n = lookup(rs->model, path, path_len, &dir, &name, &nlen);
+		if (!n)
+			add(nx, w, path, path_len, isdir, false);
+		/* Another type by now: the event that says so is coming. */
+		else if (nx_snap_stat(rs->rootfd, path_len ? path : ".", &a) == 0 &&
+			 (a.mode & S_IFMT) == (n->a.mode & S_IFMT))
+			n->a = a;
 		break;
 	default: /* nothing the model holds */
 		break;
@@ -323,53 +340,60 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 	struct read_ctx c = { nx, w };
 	struct nx_sread r;
 	uint32_t flags = w->flags;
-	int err = 0;
+	int listed = 0;
 
 	w->repair_due = false;
+	if (!(rs->model = new_root(rs))) {
+		rs->model = dw.old;
+		/* A root that is gone has its DELETE_SELF or UNMOUNT coming;
+		 * out of memory, the next read tries again. */
+		if (errno == ENOMEM)
+			nx_lost(nx, w);
+		return;
+	}
 	w->staging = true; /* what it queues is exempt from queue_max */
 	if (nx->ops->repair) {
-		/* The backend's own events are not the application's (the
-		 * diff below tells what changed), its ERRORs and the end of
-		 * the root are. */
-		w->quiet = true;
-		w->flags &= ~NOTIFYX_WATCH_LIST;
-		if (nx->ops->repair(nx, w) < 0)
-			err = errno;
+		/* The backend sets its kernel side up again and lists the tree
+		 * into the new model; of its events, only ERRORs and the end of
+		 * the root reach the application. */
+		w->rebuild = true;
+		w->flags |= NOTIFYX_WATCH_LIST;
+		listed = nx->ops->repair(nx, w);
 		w->flags = flags;
-		w->quiet = false;
+		w->rebuild = false;
 	}
-	if (w->ended) { /* its root went: no repair, its model is freed */
-		w->staging = false;
-		nx_queue_splice(&nx->queue, &nx->stage, true);
-		return;
-	}
-	if (err) {
-		nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, err, "", 0, NULL, 0);
-		w->staging = false;
-		nx_queue_splice(&nx->queue, &nx->stage, true);
+	if (w->ended) { /* its root went: no repair; the new model went with it */
+		nx_snap_free(dw.old);
+	} else if (listed < 0) {
+		nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, errno, "", 0, NULL, 0);
+		nx_snap_free(dw.old);
 		nx_end_watch(nx, w);
-		return;
-	}
-	dw.cur = read_tree(nx, w, &r, rs->model);
-	if (!dw.cur) {
-		/* A root that is gone has its DELETE_SELF or UNMOUNT coming. */
-		if (errno != ENOENT && errno != ESTALE)
-			nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, errno, r.failed_path,
-				strlen(r.failed_path), NULL, 0);
 	} else {
-		if (r.partial_err)
-			nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
-				strlen(r.partial_path), NULL, 0);
+		if (!listed) { /* the backend lost nothing: the tree is read here */
+			nx_snap_free(rs->model);
+			rs->model = read_tree(nx, w, &r, dw.old);
+			if (!rs->model) {
+				rs->model = dw.old;
+				if (errno != ENOENT && errno != ESTALE)
+					nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, errno, r.failed_path,
+						strlen(r.failed_path), NULL, 0);
+				goto out;
+			}
+			if (r.partial_err)
+				nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
+					strlen(r.partial_path), NULL, 0);
+		}
+		dw.cur = rs->model;
 		dw.flags = (flags & NOTIFYX_WATCH_RECURSIVE ? NX_SDIFF_RECURSIVE : 0) |
 			   (flags & NOTIFYX_WATCH_LIST ? NX_SDIFF_LIST : 0);
-		w->repairing = true; /* the diff itself turns the model into cur */
+		w->repairing = true; /* the diff reports what the new model already is */
 		if (nx_snap_diff(&dw, 1, &rs->cookie, emit_diff, &c) < 0)
 			nx_lost(nx, w); /* out of memory: the next read tries again */
 		w->repairing = false;
 		nx_snap_free(dw.old);
-		rs->model = dw.cur;
 		nx_emit(nx, w, NOTIFYX_SYNC, 0, 0, 0, "", 0, NULL, 0);
 	}
+out:
 	w->staging = false;
 	nx_queue_splice(&nx->queue, &nx->stage, true);
 }

@@ -1276,20 +1276,6 @@ struct nx_swatch *nx_scanner_find(struct nx_scanner *s, const struct nx_watch *w
 	return NULL;
 }
 
-int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
-{
-	struct nx_swatch *sw = nx_scanner_find(s, w);
-
-	/* What the repair's events leave the application with is the disk
-	 * as it is now: the next scans must report from there, not from a
-	 * snapshot whose events were lost. */
-	if (sw) {
-		sw->dirty = true;
-		nx_scanner_run(nx, s, false);
-	}
-	return 0;
-}
-
 static void free_swatch(struct nx_scanner *s, struct nx_swatch *sw)
 {
 	if (s->on_free)
@@ -1407,6 +1393,23 @@ static void emit_to(void *ctx, size_t i, uint32_t mask, uint32_t flags, uint32_t
 		old, old_len);
 }
 
+/* Reports what sw's snapshot holds as SYNTHETIC CREATEs (LIST); -1 with
+ * errno when nothing could be. */
+static int list_snapshot(struct scan_ctx *c, struct nx_swatch *sw)
+{
+	struct nx_sdiff_watch dw = { .old = nx_snap_empty(sw->snap), .cur = sw->snap };
+	int ret = -1, err = ENOMEM;
+
+	c->v = &sw;
+	if (dw.old) {
+		ret = nx_snap_diff(&dw, 1, &c->s->cookie, emit_to, c);
+		err = errno;
+		nx_snap_free(dw.old);
+	}
+	errno = err;
+	return ret;
+}
+
 int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 {
 	struct scan_ctx c = { .nx = nx, .s = s };
@@ -1428,22 +1431,10 @@ int nx_scanner_add(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 		goto fail;
 	}
 	sw->mnt_id = nx_mount_id(sw->rootfd);
-	if (w->flags & NOTIFYX_WATCH_LIST) {
-		struct nx_sdiff_watch dw = { .old = nx_snap_empty(sw->snap), .cur = sw->snap };
-		if (!dw.old) {
-			s->list = sw->next;
-			goto fail;
-		}
-		c.v = &sw;
-		if (nx_snap_diff(&dw, 1, &s->cookie, emit_to, &c) < 0) {
-			/* Nothing was listed: the watch is not added. */
-			err = errno;
-			nx_snap_free(dw.old);
-			s->list = sw->next;
-			errno = err;
-			goto fail;
-		}
-		nx_snap_free(dw.old);
+	/* Nothing listed: the watch is not added. */
+	if ((w->flags & NOTIFYX_WATCH_LIST) && list_snapshot(&c, sw) < 0) {
+		s->list = sw->next;
+		goto fail;
 	}
 	return 0;
 fail:
@@ -1451,6 +1442,25 @@ fail:
 	free_swatch(s, sw);
 	errno = err;
 	return -1;
+}
+
+int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
+{
+	struct scan_ctx c = { .nx = nx, .s = s };
+	struct nx_swatch *sw = nx_scanner_find(s, w);
+
+	if (!sw)
+		return 0;
+	/* The snapshot catches up with the disk (its events are the
+	 * repair's to tell), and the repair's model is its listing: the
+	 * next scans report from where the repair leaves the application. */
+	w->quiet = true;
+	sw->dirty = true;
+	nx_scanner_run(nx, s, false);
+	w->quiet = false;
+	if (w->ended || sw->dirty) /* gone, or not read: the core reads */
+		return 0;
+	return list_snapshot(&c, sw) < 0 ? -1 : 1;
 }
 
 /* The mounts of this mount namespace now, sorted by id (the first member:

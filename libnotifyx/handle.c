@@ -279,13 +279,14 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 {
 	/* While the backend repairs, what it loses is on the disk that the
 	 * repair reads next. */
-	if (w->ended || w->quiet)
+	if (w->ended || w->quiet || w->rebuild)
 		return;
 	if (w->rescan) {
+		bool pending = w->repair_due || w->repairing;
+		/* A loss before the repair's SYNC is queued starts it over,
+		 * with no second OVERFLOW (API.md). */
 		w->repair_due = nx->repairs_due = true;
-		/* A loss during a repair starts it over, with no second OVERFLOW
-		 * before its SYNC (API.md). */
-		if (w->repairing)
+		if (pending)
 			return;
 	}
 	if (w->overflowed)
@@ -353,6 +354,11 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 	} else if (path_excluded(nx, w, path, path_len)) {
 		return false;
 	}
+	if (w->rebuild && (mask & NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))) {
+		/* A listing for the RESCAN model alone. */
+		nx_rescan_apply(nx, w, mask, flags, path, path_len, old, old_len);
+		return false;
+	}
 	if ((mask & NOTIFYX_ALL_EVENTS) && !(mask & w->events))
 		return false;
 	/* A RESCAN watch whose root is gone cannot be repaired: what ends it
@@ -375,7 +381,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 	}
 	w->overflowed = false;
 	if (w->rescan && !w->repairing)
-		nx_rescan_apply(nx, w, ev);
+		nx_rescan_apply(nx, w, mask, flags, path, path_len, old, old_len);
 	if ((w->flags & NOTIFYX_WATCH_ONESHOT) && (mask & NOTIFYX_ALL_EVENTS))
 		nx_end_watch(nx, w);
 	return true;
@@ -430,7 +436,7 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 {
 	struct nx_watch *w;
 	struct stat st;
-	int err;
+	int err, ret;
 
 	if (!usable(nx))
 		return -1;
@@ -467,15 +473,22 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 		err = ENOMEM;
 		goto fail;
 	}
-	if (nx->ops->add_watch(nx, w) < 0) {
+	/* RESCAN's model is filled by the backend's listing (for the model
+	 * alone when the application did not ask for one). */
+	if ((flags & NOTIFYX_WATCH_RESCAN) && nx_rescan_start(nx, w) < 0) {
 		err = errno;
 		nx_map_del(&nx->watches, (uint64_t)w->wd);
 		goto fail;
 	}
-	if ((flags & NOTIFYX_WATCH_RESCAN) && nx_rescan_start(nx, w) < 0) {
+	w->rebuild = (flags & NOTIFYX_WATCH_RESCAN) && !(flags & NOTIFYX_WATCH_LIST);
+	if (w->rebuild)
+		w->flags |= NOTIFYX_WATCH_LIST;
+	ret = nx->ops->add_watch(nx, w);
+	w->flags = flags;
+	w->rebuild = false;
+	if (ret < 0) {
 		err = errno;
 		nx_map_del(&nx->watches, (uint64_t)w->wd);
-		nx->ops->rm_watch(nx, w);
 		goto fail;
 	}
 	/* The listing is made: the application's copy is complete (API.md). */

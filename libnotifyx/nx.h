@@ -139,7 +139,8 @@ struct nx_watch {
 	void *bdata;        /* backend data */
 	struct nx_rescan *rescan; /* NOTIFYX_WATCH_RESCAN: the model (backends/rescan.c) */
 	bool repair_due;    /* RESCAN: events were lost, a repair is to run */
-	bool quiet;         /* RESCAN: the backend repairs: only ERROR and self events pass */
+	bool quiet;         /* a scanner catches up for a repair: only ERROR and self events pass */
+	bool rebuild;       /* RESCAN: the backend lists the tree into the model, not the queue */
 	bool repairing;     /* RESCAN: the repair's diff is queued: the model is being replaced */
 };
 
@@ -171,14 +172,17 @@ struct nx_backend {
 	/* Optional, for NOTIFYX_WATCH_RESCAN: after a loss of events of w,
 	 * makes the kernel side whole again, as a new watch of the tree as it
 	 * is now would be: every directory watched, the path table (w->root
-	 * and below) rebuilt to match the disk, what is gone dropped.  It
+	 * and below) rebuilt to match the disk, what is gone dropped, and the
+	 * tree listed as a NOTIFYX_WATCH_LIST watch lists it (w->flags has
+	 * LIST during the call; the listing fills the core's new model, it is
+	 * not queued; only ERROR and self events reach the application).  It
 	 * reaches the root through the descriptor it holds, never w->abspath
-	 * (the root may have moved).  Called outside process(), with w->flags
-	 * without NOTIFYX_WATCH_LIST; of what it emits only ERROR and the
-	 * self events pass (the core reports the differences itself).  Returns
-	 * 0, or -1 with errno: the core then ends the watch with an ERROR.
-	 * A scanning backend brings its snapshot up to the disk, so that its
-	 * next scans report from where the repair leaves the application. */
+	 * (the root may have moved).  Called outside process().  Returns 1
+	 * when it listed the tree, 0 when it lost nothing and listed nothing
+	 * (the core reads the tree itself), -1 with errno: the core then ends
+	 * the watch with an ERROR.  A scanning backend brings its snapshot up
+	 * to the disk and lists that, so that its next scans report from
+	 * where the repair leaves the application. */
 	int (*repair)(struct notifyx *nx, struct nx_watch *w);
 	/* Optional: how many of the backend's own signals the calling thread
 	 * has handled; a blocking read that one of them interrupted goes on. */
@@ -240,10 +244,13 @@ uint64_t nx_now_ns(void);
 
 /* ---- NOTIFYX_WATCH_RESCAN (backends/rescan.c) ---- */
 
-/* Holds w's root and reads the model: after the backend set w up. */
+/* Holds w's root, with an empty model: before the backend sets w up
+ * (with NOTIFYX_WATCH_LIST and rebuild when the application did not ask
+ * for a listing, which then fills the model alone). */
 int nx_rescan_start(struct notifyx *nx, struct nx_watch *w);
 /* The model follows ev, just queued for w. */
-void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, const struct notifyx_event *ev);
+void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
+		     const char *path, size_t path_len, const char *old, size_t old_len);
 /* Repairs every watch that lost events (outside the backend's process). */
 void nx_rescan_run(struct notifyx *nx);
 void nx_rescan_free(struct nx_watch *w);
