@@ -201,7 +201,8 @@ static int open_fix(struct fix *f, const char *inode_max, uint32_t flags)
 	assert_non_null(f->nx);
 	f->wd = notifyx_add_watch(f->nx, f->root,
 				  NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME |
-					  NOTIFYX_MOVED_IN | NOTIFYX_MOVED_OUT | NOTIFYX_ATTRIB,
+					  NOTIFYX_MOVED_IN | NOTIFYX_MOVED_OUT | NOTIFYX_ATTRIB |
+					  NOTIFYX_DELETE_SELF,
 				  flags);
 	assert_true(f->wd > 0);
 	return 0;
@@ -300,6 +301,32 @@ static void test_shallow(void **state)
 	expect(&f, NOTIFYX_ATTRIB, "m");
 	expect(&f, NOTIFYX_CREATE, "f");
 	expect_none_below(&f, "a");
+	close_fix(&f);
+}
+
+/* The root deleted while its events are lost: the watch ends as it would
+ * have, with DELETE_SELF and IGNORED. */
+static void test_root_gone(void **state)
+{
+	struct fix f;
+	struct nx_watch *w;
+	const struct notifyx_event *e;
+
+	(void)state;
+	open_fix(&f, "1000000", NOTIFYX_WATCH_RECURSIVE);
+	xsys("rm -r %s", f.root);
+	lose_events();
+	w = nx_map_get(&f.nx->watches, (uint64_t)f.wd);
+	w->staging = true;
+	assert_int_equal(f.nx->ops->repair(f.nx, w), 0);
+	w->staging = false;
+	assert_true(w->ended);
+	assert_non_null(e = nx_queue_peek(&f.nx->stage));
+	assert_int_equal(e->mask, NOTIFYX_DELETE_SELF);
+	nx_queue_pop(&f.nx->stage);
+	assert_non_null(e = nx_queue_peek(&f.nx->stage));
+	assert_int_equal(e->mask, NOTIFYX_IGNORED);
+	nx_queue_clear(&f.nx->stage);
 	close_fix(&f);
 }
 
@@ -597,6 +624,7 @@ int main(void)
 		{ "inode marks, two repairs", test_run, NULL, NULL, (void *)&inode_twice },
 		{ "filesystem mark, two repairs", test_run, NULL, NULL, (void *)&fs_twice },
 		cmocka_unit_test(test_shallow),
+		cmocka_unit_test(test_root_gone),
 		{ "end to end, inode marks", test_end_to_end, NULL, NULL, (void *)"1000000" },
 		{ "end to end, filesystem mark", test_end_to_end, NULL, NULL, (void *)"0" },
 	};
