@@ -346,7 +346,8 @@ static bool below(const char *path, const char *top)
 {
 	size_t len = strlen(top);
 
-	return !strncmp(path, top, len) && (!path[len] || path[len] == '/');
+	/* "" is the root: everything is below it. */
+	return !len || (!strncmp(path, top, len) && (!path[len] || path[len] == '/'));
 }
 
 static ssize_t copy_find(const struct copy *c, const char *path)
