@@ -376,6 +376,12 @@ static struct kobj *kobj_find(const struct fan *fa, const struct fanid *id)
 	return k->idlen == id->len && !memcmp(k->id, id->data, id->len) ? k : NULL;
 }
 
+static void drop_kobj(struct fan *fa, struct kobj *k)
+{
+	nx_map_del(&fa->kobjs, k->key);
+	free(k);
+}
+
 static uint64_t mnt_of(int fd)
 {
 	struct statx stx;
@@ -464,10 +470,8 @@ again:
 			int err = errno;
 			if (err == EOPNOTSUPP || err == EXDEV)
 				err = ENODEV;
-			if (fresh) {
-				nx_map_del(&fa->kobjs, k->key);
-				free(k);
-			}
+			if (fresh)
+				drop_kobj(fa, k);
 			errno = err;
 			return -1;
 		}
@@ -574,28 +578,23 @@ static bool guarded(const struct notifyx *nx, uint64_t key)
 	return false;
 }
 
-/* The mark of k goes when its last node goes (but for what a guard needs).
- * The kernel needs the object to remove a mark: reached by the node's path,
- * checked by its identifier.  When the object cannot be reached any more
- * (moved away, or deleted, which removes the mark itself), the mark stays
- * until the inode goes; its events then match no kobj and are dropped. */
-static void detach(struct notifyx *nx, struct nx_node *n)
+/* Removes k's mark from the object open at fd, but for what a guard needs. */
+static void unmark(struct notifyx *nx, const struct kobj *k, int fd)
 {
-	struct fan *fa = fan_of(nx);
+	uint64_t keep = guarded(nx, k->key) ? FAN_DELETE | FAN_ONDIR : 0;
+
+	mark_fd(fan_of(nx), FAN_MARK_REMOVE, k->kmask & ~keep, fd);
+}
+
+/* Takes n off the nodes of its kobj: returns the kobj when n was its last
+ * node (it is then to be dropped), else NULL. */
+static struct kobj *unsubscribe(struct nx_node *n)
+{
 	struct kobj *k = n->kref;
-	struct nx_node **pp;
 
 	if (!k)
-		return;
-	if (k->subs == n && !n->knext && k->kmask && !nx->forked) {
-		int fd = open_node(nx, n);
-		uint64_t keep = guarded(nx, k->key) ? FAN_DELETE | FAN_ONDIR : 0;
-		if (fd >= 0) {
-			mark_fd(fa, FAN_MARK_REMOVE, k->kmask & ~keep, fd);
-			close(fd);
-		}
-	}
-	for (pp = &k->subs; *pp; pp = &(*pp)->knext) {
+		return NULL;
+	for (struct nx_node **pp = &k->subs; *pp; pp = &(*pp)->knext) {
 		if (*pp == n) {
 			*pp = n->knext;
 			break;
@@ -603,10 +602,27 @@ static void detach(struct notifyx *nx, struct nx_node *n)
 	}
 	n->kref = NULL;
 	n->knext = NULL;
-	if (!k->subs) {
-		nx_map_del(&fa->kobjs, k->key);
-		free(k);
+	return k->subs ? NULL : k;
+}
+
+/* The mark of k goes when its last node goes (but for what a guard needs).
+ * The kernel needs the object to remove a mark: reached by the node's path,
+ * checked by its identifier.  When the object cannot be reached any more
+ * (moved away, or deleted, which removes the mark itself), the mark stays
+ * until the inode goes; its events then match no kobj and are dropped. */
+static void detach(struct notifyx *nx, struct nx_node *n)
+{
+	struct kobj *k = n->kref;
+
+	if (k && k->subs == n && !n->knext && k->kmask && !nx->forked) {
+		int fd = open_node(nx, n);
+		if (fd >= 0) {
+			unmark(nx, k, fd);
+			close(fd);
+		}
 	}
+	if ((k = unsubscribe(n)))
+		drop_kobj(fan_of(nx), k);
 }
 
 static void bury_one(void *ctx, struct nx_node *n)
@@ -615,18 +631,25 @@ static void bury_one(void *ctx, struct nx_node *n)
 	n->dead = true;
 }
 
-/* Takes n and its subtree out of the tree (marks first, while paths still
- * lead to them); freed after the current batch. */
-static void bury(struct notifyx *nx, struct nx_node *n)
+/* n, dead with its subtree, leaves the tree; freed after the current batch
+ * (records and deferrals may still name its nodes: they skip dead ones). */
+static void to_graveyard(struct notifyx *nx, struct nx_node *n)
 {
 	struct fan *fa = fan_of(nx);
 
-	if (!n || n->dead)
-		return;
-	nx_node_foreach(n, bury_one, nx);
 	nx_node_unlink(&nx->paths, n);
 	n->next = fa->graveyard;
 	fa->graveyard = n;
+}
+
+/* Takes n and its subtree out of the tree (marks first, while paths still
+ * lead to them). */
+static void bury(struct notifyx *nx, struct nx_node *n)
+{
+	if (!n || n->dead)
+		return;
+	nx_node_foreach(n, bury_one, nx);
+	to_graveyard(nx, n);
 }
 
 static void free_graveyard(struct notifyx *nx)
@@ -1227,14 +1250,15 @@ static bool anchored(const struct fan *fa, const struct link *l)
 	return false;
 }
 
-static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
-		       size_t idlen)
+/* Opens (O_PATH) the object of identifier id on the filesystem of mfd, which
+ * must be a real open (the kernel takes no O_PATH one there).  Needs
+ * CAP_DAC_READ_SEARCH. */
+static int open_id(int mfd, const unsigned char *id, size_t idlen)
 {
 	struct {
 		struct file_handle fh;
 		unsigned char bytes[128];
 	} h;
-	int mfd, fd;
 
 	if (idlen < 16 || idlen > 16 + sizeof(h.bytes))
 		return errno = EINVAL, -1;
@@ -1243,10 +1267,15 @@ static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *i
 	if (h.fh.handle_bytes != idlen - 16)
 		return errno = EINVAL, -1;
 	memcpy(h.bytes, id + 16, h.fh.handle_bytes);
-	if ((mfd = mount_fd(fa, fm)) < 0)
-		return -1;
-	fd = open_by_handle_at(mfd, &h.fh, O_PATH | O_CLOEXEC);
-	return fd;
+	return open_by_handle_at(mfd, &h.fh, O_PATH | O_CLOEXEC);
+}
+
+static int open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
+		       size_t idlen)
+{
+	int mfd = mount_fd(fa, fm);
+
+	return mfd < 0 ? -1 : open_id(mfd, id, idlen);
 }
 
 /* The node of kobj k in watch w, if any. */
@@ -1651,9 +1680,10 @@ static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t ma
 	return ret;
 }
 
-/* Sets up w with filesystem marks: 0, or -1 with errno; EPERM when this
- * process may not (the caller then uses inode marks). */
-static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
+/* Sets up w with filesystem marks, its root open at fd: 0, or -1 with
+ * errno; EPERM when this process may not (the caller then uses inode
+ * marks). */
+static int fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
 {
 	struct fan *fa = fan_of(nx);
 	struct fwatch *fw = w->bdata;
@@ -1661,17 +1691,12 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 			FAN_DELETE_SELF | FAN_ONDIR;
 	char kpath[32];
 	ssize_t len;
-	int fd, err;
+	int err;
 
-	fd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
-		  ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
-	if (fd < 0)
-		return -1;
 	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
 	if ((len = readlink(kpath, fa->path[3], PATH_MAX - 1)) <= 0 || fa->path[3][0] != '/' ||
 	    !(fw->root = strndup(fa->path[3], (size_t)len))) {
 		err = len <= 0 ? errno : ENOMEM;
-		close(fd);
 		errno = err ? err : ENOENT;
 		return -1;
 	}
@@ -1680,7 +1705,6 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	if (attach(nx, w->root, fd, false) < 0 || fs_mark(nx, w, fw->root, mask) < 0 ||
 	    (!(w->flags & NOTIFYX_WATCH_XDEV) && fs_mark_submounts(nx, w, mask) < 0))
 		goto fail;
-	close(fd);
 	fa->nfswatches++;
 	fa->fsgen++;
 	nx_map_free(&fa->outside); /* some of it is inside now */
@@ -1693,13 +1717,12 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w)
 	 * does not fall back to inode marks, whose listing would repeat the
 	 * one already queued. */
 	fa->path[2][0] = '\0';
-	if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
-		 true) < 0 || w->ended)
+	if (walk(nx, w->root, fd, ".", fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
+	    w->ended)
 		return -1;
 	return 0;
 fail:
 	err = errno;
-	close(fd);
 	fw->fsmode = false;
 	fs_unmark(nx, fw);
 	detach(nx, w->root);
@@ -2797,10 +2820,8 @@ static bool tree_larger(int rootfd, long max)
 	return larger;
 }
 
-static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
+static void drop_fwatch(struct notifyx *nx, struct fwatch *fw)
 {
-	struct fwatch *fw = w->bdata;
-
 	if (!fw)
 		return;
 	if (fw->fsmode)
@@ -2813,28 +2834,34 @@ static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
 	free(fw->mnts);
 	free(fw->root);
 	free(fw);
+}
+
+static void free_fwatch(struct notifyx *nx, struct nx_watch *w)
+{
+	drop_fwatch(nx, w->bdata);
 	w->bdata = NULL;
 }
 
-static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
+/* Sets up w (w->bdata NULL, w->root new) from its root, open (O_PATH) at fd:
+ * what add_watch does after opening the root, and a repair again.  On
+ * failure nothing of it stays. */
+static int setup(struct notifyx *nx, struct nx_watch *w, int fd)
 {
 	struct fan *fa = fan_of(nx);
 	struct stat st;
-	int fd, err;
+	bool deep;
+	int err;
 
 	if (!(w->bdata = calloc(1, sizeof(struct fwatch))))
-		return -1;
-	((struct fwatch *)w->bdata)->hfd = -1;
-	fd = open(w->abspath, O_PATH | O_CLOEXEC | ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
-	if (fd < 0)
-		goto out;
-	if (fstat(fd, &st) < 0 ||
-	    (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && hold_root(nx, w, fd) < 0))
 		goto fail;
-	if (S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE) && fa->fsmode >= 0 &&
-	    (fa->inode_max == 0 || tree_larger(fd, fa->inode_max))) {
-		if (fs_add_watch(nx, w) == 0) {
-			close(fd);
+	((struct fwatch *)w->bdata)->hfd = -1;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	deep = S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE);
+	if (deep && hold_root(nx, w, fd) < 0)
+		goto fail;
+	if (deep && fa->fsmode >= 0 && (fa->inode_max == 0 || tree_larger(fd, fa->inode_max))) {
+		if (fs_add_watch(nx, w, fd) == 0) {
 			fa->fsmode = 1;
 			return 0;
 		}
@@ -2848,26 +2875,18 @@ static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 			fa->fsmode = -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		close(fd);
 		fa->path[2][0] = '\0';
-		if (walk(nx, w->root, -1, w->abspath, fa->path[2], 0, 0,
-			 w->flags & NOTIFYX_WATCH_LIST, true) == 0 && !w->ended) {
+		if (walk(nx, w->root, fd, ".", fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+			 true) == 0 && !w->ended) {
 			fa->epoch++; /* listed before what is to be read happens */
 			guard_root(nx, w);
 			return 0;
 		}
-		goto out;
+		goto fail;
 	}
-	if (attach(nx, w->root, fd, true) == 0) {
-		close(fd);
+	if (attach(nx, w->root, fd, true) == 0)
 		return 0;
-	}
 fail:
-	err = errno;
-	close(fd);
-	errno = err;
-out:
-	/* Nothing of a failed watch stays behind. */
 	err = errno;
 	bury(nx, w->root);
 	w->root = NULL;
@@ -2876,11 +2895,142 @@ out:
 	return -1;
 }
 
+static int fan_add_watch(struct notifyx *nx, struct nx_watch *w)
+{
+	int fd = open(w->abspath, O_PATH | O_CLOEXEC |
+		      ((w->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	int ret, err;
+
+	if (fd < 0)
+		return -1;
+	ret = setup(nx, w, fd);
+	err = errno;
+	close(fd);
+	errno = err;
+	return ret;
+}
+
 static void fan_rm_watch(struct notifyx *nx, struct nx_watch *w)
 {
 	bury(nx, w->root);
 	w->root = NULL;
 	free_fwatch(nx, w);
+}
+
+/* ---- repair (NOTIFYX_WATCH_RESCAN) ----
+ *
+ * After a loss the path table is stale (directories made, renamed or
+ * deleted unseen; with inode marks, new ones not marked): the watch is set
+ * up again from its root, as a new watch would be.  The old tree leaves
+ * the table at once (to the graveyard: records and deferrals that still
+ * name its nodes skip dead ones), but its kobjs stay, marks and all, for the
+ * new walk to take over: a directory still in the tree costs no mark
+ * removed and added again, and is never unmarked meanwhile.  What the new
+ * tree does not take left it. */
+
+struct orphans {
+	struct fan *fa;
+	uint64_t *keys;
+	size_t n, cap;
+};
+
+/* A node of the old tree: dead, off its kobj; a kobj left without a node
+ * is remembered by key (the walk may take it, or even drop it again). */
+static void orphan_one(void *ctx, struct nx_node *n)
+{
+	struct orphans *o = ctx;
+	struct kobj *k = unsubscribe(n);
+
+	n->dead = true;
+	if (!k)
+		return;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 64;
+		uint64_t *v = realloc(o->keys, cap * sizeof(*v));
+		if (!v) {
+			drop_kobj(o->fa, k); /* its mark stays (as in detach); a walk marks again */
+			return;
+		}
+		o->keys = v;
+		o->cap = cap;
+	}
+	o->keys[o->n++] = k->key;
+}
+
+/* The kobjs the new tree did not take: gone (the kernel dropped the mark)
+ * or moved out.  The mark of one moved out is removed by its identifier,
+ * from the root's filesystem, where this process may open handles (else it
+ * stays until the inode goes, as in detach). */
+static void drop_orphans(struct notifyx *nx, struct orphans *o, int rootfd)
+{
+	struct fan *fa = fan_of(nx);
+	int mfd = -2; /* not opened yet */
+
+	for (size_t i = 0; i < o->n; i++) {
+		struct kobj *k = nx_map_get(&fa->kobjs, o->keys[i]);
+		int fd;
+		if (!k || k->subs)
+			continue;
+		if (k->kmask && mfd == -2) /* a real open: see open_id; its events are listed ones */
+			mfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+		if (k->kmask && mfd >= 0 && (fd = open_id(mfd, k->id, k->idlen)) >= 0) {
+			unmark(nx, k, fd);
+			close(fd);
+		} else if (k->kmask && mfd >= 0 && errno == EPERM) {
+			close(mfd);
+			mfd = -1; /* no privilege: no use trying the others */
+		}
+		drop_kobj(fa, k);
+	}
+	if (mfd >= 0)
+		close(mfd);
+	free(o->keys);
+}
+
+/* Sets w up again, listing the tree (w->flags has LIST: the listing fills
+ * the core's new model): 1; 0 for a watched file, which loses nothing. */
+static int fan_repair(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fwatch *old = w->bdata;
+	struct nx_node *root = w->root;
+	struct orphans o = { .fa = fan_of(nx) };
+	struct stat st;
+	int fd, ret = -1, err;
+
+	if (!old || !root || !root->kref || !((struct kobj *)root->kref)->isdir)
+		return 0;
+	/* Through what is held: wherever the root is now (open_node checks it is
+	 * still the same directory; a watch that holds nothing, not recursive,
+	 * goes by its path). */
+	if ((fd = open_node(nx, root)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (!st.st_nlink) { /* deleted, its event lost: the watch ends as it would have */
+		close(fd);
+		nx_emit(nx, w, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+		return 0;
+	}
+	nx_node_foreach(root, orphan_one, &o);
+	to_graveyard(nx, root);
+	w->bdata = NULL;
+	if ((w->root = nx_node_new_root(w)))
+		ret = setup(nx, w, fd);
+	else
+		errno = ENOMEM;
+	err = errno;
+	/* The old state goes only now: filesystem marks the new one shares
+	 * stay marked throughout. */
+	drop_fwatch(nx, old);
+	drop_orphans(nx, &o, fd);
+	close(fd);
+	errno = err;
+	return ret < 0 ? -1 : 1;
 }
 
 const struct nx_backend nx_backend_fanotify = {
@@ -2892,4 +3042,5 @@ const struct nx_backend nx_backend_fanotify = {
 	.add_watch = fan_add_watch,
 	.rm_watch = fan_rm_watch,
 	.process = fan_process,
+	.repair = fan_repair,
 };
