@@ -330,10 +330,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 {
 	struct nx_queue *q = queue_of(nx, w);
 
-	struct notifyx_event *ev;
-
-	if (w->ended ||
-	    (w->quiet && (mask & NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))))
+	if (w->ended || (w->quiet && (mask & NX_ENTRY_EVENTS)))
 		return false;
 	if (mask == NOTIFYX_RENAME && w->nexclude) {
 		bool new_out = path_excluded(nx, w, path, path_len);
@@ -354,7 +351,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 	} else if (path_excluded(nx, w, path, path_len)) {
 		return false;
 	}
-	if (w->rebuild && (mask & NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))) {
+	if (w->rebuild && (mask & NX_ENTRY_EVENTS)) {
 		/* A listing for the RESCAN model alone. */
 		nx_rescan_apply(nx, w, mask, flags, path, path_len, old, old_len);
 		return false;
@@ -374,8 +371,7 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 		if (w->lost)
 			return false;
 	}
-	if (!(ev = nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old,
-				 old_len))) {
+	if (!nx_queue_push(q, w->wd, mask, flags, cookie, error, path, path_len, old, old_len)) {
 		nx_lost(nx, w);
 		return false;
 	}

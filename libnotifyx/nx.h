@@ -17,6 +17,9 @@
 #define NX_EXPORT __attribute__((visibility("default")))
 
 #define NX_ALWAYS_EVENTS (NOTIFYX_OVERFLOW | NOTIFYX_UNMOUNT | NOTIFYX_ERROR | NOTIFYX_IGNORED | NOTIFYX_SYNC)
+/* The requestable events but the end of the root: what a listing or a
+ * scan is made of. */
+#define NX_ENTRY_EVENTS (NOTIFYX_ALL_EVENTS & ~(NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF))
 #define NX_WATCH_FLAGS                                                          \
 	(NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONESHOT | NOTIFYX_WATCH_NOFOLLOW | \
 	 NOTIFYX_WATCH_ONLYDIR | NOTIFYX_WATCH_XDEV | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN)
