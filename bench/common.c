@@ -21,35 +21,6 @@
 
 #include "common.h"
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-double pctl(double *v, int n, double p)
-{
-	if (n <= 0)
-		return -1;
-	qsort(v, n, sizeof(*v), cmp_double);
-	int i = (int)(p * (n - 1) + 0.5);
-	return v[i];
-}
-
-double median(double *v, int n)
-{
-	return pctl(v, n, 0.5);
-}
-
 /* ---- the watchers ---------------------------------------------------------------- */
 
 static char *find_prog(const char *name)
@@ -606,19 +577,6 @@ char *mktemp_dir(void)
 		exit(1);
 	}
 	return d;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-void rm_tree(const char *dir)
-{
-	nftw(dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
 }
 
 void touch(const char *dir, const char *name)

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "stats.h" /* now, pctl, median, rm_tree: shared with notifyx bench */
+
 /* Event sets, mapped to each watcher's own words. */
 #define B_CREATE  0x1u
 #define B_MODIFY  0x2u
@@ -56,10 +58,6 @@ struct wproc {
 	double ready_s;   /* setup time: measured by the child (raw, library), else spawn to probe */
 };
 
-double now(void);
-int cmp_double(const void *a, const void *b);
-double median(double *v, int n);  /* sorts v */
-double pctl(double *v, int n, double p);
 
 /* The watchers of this run: "raw", every backend, the tools.  NXBENCH_WATCHERS
  * (comma-separated labels) narrows the list.  With bench_extras set before,
@@ -92,7 +90,6 @@ void pin_cpu(void);
 void tsv(const char *workload, long size, const char *watcher, const char *metric, double value);
 
 char *mktemp_dir(void);    /* under NXBENCH_DIR or /tmp */
-void rm_tree(const char *dir);
 void touch(const char *dir, const char *name);
 /* A tree of n directories, fanout 10, one file each; returns the path of the
  * last directory made (malloc'd), where a probe reaches the deepest level. */

@@ -36,6 +36,7 @@
 #include <notifyx.h>
 
 #include "bench.h"
+#include "stats.h" /* bench/stats.h: now, median, pctl, rm_tree, shared with bench/ */
 
 #define MAX_RUNS 32
 #define WAIT_S 10.0
@@ -45,14 +46,6 @@ static const uint32_t backends[] = { 0 /* raw inotify */, NOTIFYX_BACKEND_INOTIF
 				     NOTIFYX_BACKEND_POLL };
 #define NB (sizeof(backends) / sizeof(backends[0]))
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double cpu_now(void)
 {
 	struct rusage ru;
@@ -60,21 +53,6 @@ static double cpu_now(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 	       ru.ru_stime.tv_usec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pick(double *v, int n, double p)
-{
-	if (n <= 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp);
-	return v[(int)(p * (n - 1) + 0.5)];
 }
 
 /* One watcher: the raw inotify interface or a libnotifyx handle. */
@@ -191,14 +169,6 @@ static int raw_add(const char *path, const struct stat *st, int type, struct FTW
 				       IN_MOVED_FROM | IN_ONLYDIR) < 0 && errno == ENOSPC)
 		return -1;
 	return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 /* ---- the command ---- */
@@ -370,7 +340,7 @@ int tool_bench(int argc, char **argv)
 			close(dfd);
 		}
 
-		double rm = pick(rate, nrate, 0.5), sm = pick(setup, nsetup, 0.5);
+		double rm = nrate ? median(rate, nrate) : 0, sm = nsetup ? median(setup, nsetup) : 0;
 		if (!backends[b]) {
 			ref_rate = rm;
 			ref_setup = sm;
@@ -378,11 +348,11 @@ int tool_bench(int argc, char **argv)
 		printf("%-9s", name);
 		if (nrate)
 			printf(" %10.0f %6.2f %9.3f %7ld", rm, ref_rate ? rm / ref_rate : 0,
-			       pick(cpu, nrate, 0.5), seen);
+			       median(cpu, nrate), seen);
 		else
 			printf(" %10s %6s %9s %7s", "failed", "-", "-", "-");
 		if (nl)
-			printf(" %9.1f %9.1f", pick(lat, nl, 0.5) * 1e6, pick(lat, nl, 0.99) * 1e6);
+			printf(" %9.1f %9.1f", pctl(lat, nl, 0.5) * 1e6, pctl(lat, nl, 0.99) * 1e6);
 		else
 			printf(" %9s %9s", "failed", "-");
 		if (nsetup)
@@ -394,7 +364,7 @@ int tool_bench(int argc, char **argv)
 		fflush(stdout);
 		free(lat);
 	}
-	nftw(scratch, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+	rm_tree(scratch);
 	free(scratch);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		return EXIT_FAILURE;

@@ -1,6 +1,0 @@
-#!/bin/sh
-# SPDX-License-Identifier: LGPL-2.1-or-later
-# The conformance test on the fanotify backend (the serial test driver passes no
-# arguments, so each backend has a wrapper like this one).  Exit 77 = skip.
-dir=${top_builddir:-$(dirname "$0")/..}
-exec "$dir/tests/conformance" fanotify

@@ -1,5 +1,0 @@
-#!/bin/sh
-# SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/tool-options.sh on the dnotify backend (the test driver passes no arguments);
-# it skips, saying why, while dnotify cannot start here.
-exec "$(dirname "$0")/tool-options.sh" dnotify

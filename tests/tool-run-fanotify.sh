@@ -1,5 +1,0 @@
-#!/bin/sh
-# SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/tool-run.sh on the fanotify backend (the test driver passes no arguments);
-# it skips, saying why, while fanotify cannot start here.
-exec "$(dirname "$0")/tool-run.sh" fanotify
