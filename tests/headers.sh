@@ -11,11 +11,8 @@ srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 builddir=${top_builddir:-.}
 cc=${CC:-cc}
 # The headers expected to fail, each with why; one that passes fails the
-# test (then take it off the list).
-#   backends/snapshot.h  its include guard ends before the scanner's part
-#     (struct nx_swatch, struct nx_scanner: included twice, they are defined
-#     twice), and NX_SCAN_EVENTS there uses NOTIFYX_* without notifyx.h.
-xfail="backends/snapshot.h"
+# test (then take it off the list).  None today.
+xfail=""
 command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no C compiler ($cc)"; exit 77; }
 [ -f "$builddir/config.h" ] || { echo "SKIP: no config.h in $builddir (configure first)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/headers.XXXXXX") || exit 1
