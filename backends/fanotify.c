@@ -1505,7 +1505,6 @@ static struct kobj *kobj_get(struct notifyx *nx, const struct fanid *id)
 	return resolve(nx, id);
 }
 
-static void unescape(char *s);
 
 /* The mount point of mount id (malloc'd), from /proc/self/mountinfo. */
 static char *mount_point(uint64_t id)
@@ -1526,7 +1525,7 @@ static char *mount_point(uint64_t id)
 		for (int i = 0; tok && i < 4; i++)
 			tok = strtok_r(NULL, " ", &save);
 		if (tok) {
-			unescape(tok);
+			nx_mountinfo_unescape(tok);
 			mp = strdup(tok);
 		}
 	}
@@ -1626,23 +1625,6 @@ static void fs_unmark(struct notifyx *nx, struct fwatch *fw)
 	fw->nmarks = 0;
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space, ...) in place. */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-}
-
 /* Marks the filesystems mounted inside w's tree (not with XDEV). */
 static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t mask)
 {
@@ -1660,7 +1642,7 @@ static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t ma
 			mp = tok = strtok_r(NULL, " ", &save);
 		if (!mp)
 			continue;
-		unescape(mp);
+		nx_mountinfo_unescape(mp);
 		size_t len = strlen(mp);
 		if (len <= fw->root_len || memcmp(mp, fw->root, fw->root_len) ||
 		    (fw->root_len > 1 && mp[fw->root_len] != '/'))

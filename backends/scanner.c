@@ -235,23 +235,6 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* mountinfo writes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-}
-
 static void mounts_free(struct mnt *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -281,7 +264,7 @@ static struct mnt *mounts(size_t *n)
 					goto fail;
 				v = nv;
 			}
-			unescape(point);
+			nx_mountinfo_unescape(point);
 			if (!(v[*n].point = strdup(point)))
 				goto fail;
 			v[(*n)++].id = id;

@@ -23,6 +23,10 @@ int nx_open_below(int dirfd, const char *rel, int flags);
 /* The mount id of the object open at fd, or 0 when the kernel cannot say. */
 uint64_t nx_mount_id(int fd);
 
+/* Undoes mountinfo's octal escapes in place (it writes space, tab, newline
+ * and backslash as \ooo). */
+void nx_mountinfo_unescape(char *s);
+
 /* Reads the mount ids of the mountinfo file open at fd into set (key: id+1);
  * false on failure. */
 bool nx_mounts_read(int fd, struct nx_map *set);
