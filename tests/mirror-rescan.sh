@@ -54,7 +54,10 @@ seen=$overflows
 seed=1
 while test $seed -le "$seeds"; do
 	x=
-	test $((seed % 4)) = 0 && x=-x
+	# Exchanges with a directory, not on inotify: a known bug there
+	# (notifyx(7) BUGS: an exchange of a directory and a file while
+	# events are lost can leave the directory's entries under an old name).
+	test $((seed % 4)) = 0 && test "$backend" != inotify && x=-x
 	(cd "$tree" && "$churn" -v $x -p 0 -s $seed -n "$ops" src outside >"$work/churn-$seed.ops") ||
 		fail "churn failed"
 	sync_mirror m
