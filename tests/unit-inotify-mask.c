@@ -515,12 +515,14 @@ static void test_feed_empty_name(void **state)
 
 /* ---- the hold of a lone first half (API.md "Events"), on fed records ---- */
 
-static long long ms_now(void)
+/* Microseconds: a whole-millisecond clock can make 9.1 ms look like 10 or
+ * 10.1 ms like 11, on either side of a 10 ms hold. */
+static long long us_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Reads every queued event into ev[] (at most max); returns how many. */
@@ -575,10 +577,10 @@ static void test_feed_hold(void **state)
 	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 7, "a", 1, 8);
 	for (int i = 0; i < 127; i++)
 		len = put_rec(tmp, len, kwd, IN_MODIFY, 0, "c", 1, 8);
-	t0 = ms_now();
+	t0 = us_now();
 	feed_all(nx, tmp, len);
 	n = read_events(nx, ev, path, 256);
-	if (ms_now() - t0 < 10) /* else the 10 ms may have passed: nothing to tell */
+	if (us_now() - t0 < 10000) /* else the 10 ms may have passed: nothing to tell */
 		assert_int_equal(n, 0);
 	len = put_rec(tmp, 0, kwd, IN_MODIFY, 0, "d", 1, 8);
 	feed_all(nx, tmp, len);
@@ -611,14 +613,14 @@ static void test_feed_hold(void **state)
 	 * coming, and the first goes at once. */
 	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 10, "o", 1, 8);
 	len = put_rec(tmp, len, kwd, IN_CREATE, 0, "p", 1, 8);
-	t0 = ms_now();
+	t0 = us_now();
 	feed_all(nx, tmp, len);
 	n = read_events(nx, ev, path, 256);
-	if (ms_now() - t0 < 10) {
+	if (us_now() - t0 < 10000) {
 		assert_int_equal(n, 2);
 		assert_int_equal(ev[0].mask, NOTIFYX_MOVED_OUT);
 	}
-	while (n < 2 && ms_now() - t0 < 1000)
+	while (n < 2 && us_now() - t0 < 1000000)
 		n += read_events(nx, ev + n, path + n, 256 - n);
 
 	/* Both halves there: one RENAME at once. */
@@ -642,7 +644,7 @@ static void test_feed_hold_overlap(void **state)
 	struct notifyx *nx = open_inotify();
 	static char tmp[64 * 1024], path[256][64];
 	static struct notifyx_event ev[256];
-	long long t0;
+	long long t0, t1;
 	size_t len = 0;
 	int n, kwd[51];
 
@@ -660,15 +662,16 @@ static void test_feed_hold_overlap(void **state)
 		assert_true((kwd[i] = nx_inotify_kwd(nx, i)) >= 0);
 	for (int i = 0; i < 50; i++)
 		len = put_rec(tmp, len, kwd[i], IN_MOVED_FROM, 100 + (uint32_t)i, "m", 1, 8);
-	t0 = ms_now();
+	t0 = us_now();
 	feed_all(nx, tmp, len);
+	t1 = us_now(); /* the holds end by t1 + 10 ms */
 	usleep(5000);
 	len = put_rec(tmp, 0, kwd[50], IN_MODIFY, 0, "late", 4, 8);
 	feed_all(nx, tmp, len);
 	n = read_events(nx, ev, path, 256);
-	if (ms_now() - t0 < 10)
+	if (us_now() - t0 < 10000)
 		assert_true(n <= 1); /* the MODIFY, when its directory holds nothing */
-	while (ms_now() - t0 < 11)
+	while (us_now() - t1 < 11000)
 		usleep(1000);
 	n += read_events(nx, ev + n, path + n, 256 - n);
 	assert_int_equal(n, 51);
