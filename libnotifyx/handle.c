@@ -80,13 +80,33 @@ static void sync_ready(struct notifyx *nx)
 		nx->ready = want;
 }
 
-/* Translates what the kernel has, then repairs what losses call for. */
+static void detach(struct notifyx *nx, struct nx_watch *w)
+{
+	w->detach_due = false;
+	nx->ops->rm_watch(nx, w);
+	nx_rescan_free(w);
+}
+
+/* Translates what the kernel has, then repairs what losses call for.  The
+ * watches that ended meanwhile are detached after, not in the middle of
+ * the backend's dispatch (see nx_end_watch). */
 static int process(struct notifyx *nx)
 {
-	int ret = nx->ops->process(nx);
-	int err = errno;
+	struct nx_watch *w;
+	size_t pos = 0;
+	int ret, err;
 
+	nx->dispatching = true;
+	ret = nx->ops->process(nx);
+	err = errno;
 	nx_rescan_run(nx);
+	nx->dispatching = false;
+	if (nx->detaches_due) {
+		nx->detaches_due = false;
+		while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+			if (w->detach_due)
+				detach(nx, w);
+	}
 	errno = err;
 	return ret;
 }
@@ -313,8 +333,10 @@ void nx_end_watch(struct notifyx *nx, struct nx_watch *w)
 	if (w->ended)
 		return;
 	w->ended = true;
-	nx->ops->rm_watch(nx, w);
-	nx_rescan_free(w);
+	if (nx->dispatching)
+		w->detach_due = nx->detaches_due = true;
+	else
+		detach(nx, w);
 	/* IGNORED is always queued, whatever the limit: it is the last event. */
 	while (!nx_queue_push(queue_of(nx, w), w->wd, NOTIFYX_IGNORED, nx->ops->event_flags, 0, 0,
 			      "", 0, NULL, 0)) {

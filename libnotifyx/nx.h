@@ -145,6 +145,7 @@ struct nx_watch {
 	bool quiet;         /* a scanner catches up for a repair: only ERROR and self events pass */
 	bool rebuild;       /* RESCAN: the backend lists the tree into the model, not the queue */
 	bool repairing;     /* RESCAN: the repair's diff is queued: the model is being replaced */
+	bool detach_due;    /* ended during process(): the backend lets go of it after */
 };
 
 /* ---- backends ---- */
@@ -167,7 +168,10 @@ struct nx_backend {
 	/* Sets up w (w->root exists, w->wd assigned).  On failure leaves nothing
 	 * behind and returns -1 with errno. */
 	int (*add_watch)(struct notifyx *nx, struct nx_watch *w);
-	/* Detaches w from the kernel; w stays allocated. */
+	/* Detaches w from the kernel; w stays allocated.  Never called
+	 * from inside process() or repair(): a watch that ends there (ONESHOT,
+	 * DELETE_SELF, UNMOUNT, ERROR) is only marked ended, and detached once
+	 * they return, so a backend never has its state freed under it. */
 	void (*rm_watch)(struct notifyx *nx, struct nx_watch *w);
 	/* Reads what the kernel has without blocking and queues events;
 	 * returns 0, or -1 with errno on a hard failure. */
@@ -220,6 +224,8 @@ struct notifyx {
 	char **exclude;
 	uint32_t nexclude;
 	bool repairs_due;      /* some watch has repair_due */
+	bool dispatching;      /* inside process(): ends of watches wait (detach_due) */
+	bool detaches_due;     /* some watch has detach_due */
 };
 
 /* Queues an event for w, applying the watch's event mask, its exclude
@@ -232,7 +238,8 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 void nx_lost(struct notifyx *nx, struct nx_watch *w);
 /* Events of every watch were lost. */
 void nx_lost_all(struct notifyx *nx);
-/* Ends w: detaches it from the backend and queues its IGNORED. */
+/* Ends w: queues its IGNORED and detaches it from the backend (at once, or
+ * when called while the backend dispatches, once process() returns). */
 void nx_end_watch(struct notifyx *nx, struct nx_watch *w);
 /* True when the entry at path (relative to w's root; name is its last
  * component) matches one of w's exclude patterns. */
