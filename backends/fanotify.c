@@ -45,7 +45,7 @@
 #include "fanotify.h"
 #include "nx.h"
 #include "scan.h"
-#include "treemove.h"
+#include "ktree.h"
 #include "treepath.h"
 
 /* Newer than some installed headers (see KERNEL.md). */
@@ -70,7 +70,6 @@
 /* What the read buffer can hold when the kernel queue is read ahead (see
  * read_ahead): reserved, not used, until then. */
 #define READ_AHEAD_MAX (32 * 1024 * 1024)
-#define WALK_FD_DEPTH 128
 /* fsid (8) + struct file_handle header (8) + the handle (MAX_HANDLE_SZ). */
 #define ID_MAX (16 + 128)
 
@@ -628,7 +627,6 @@ static void detach(struct notifyx *nx, struct nx_node *n)
 static void bury_one(void *ctx, struct nx_node *n)
 {
 	detach(ctx, n);
-	n->dead = true;
 }
 
 /* n, dead with its subtree, leaves the tree; freed after the current batch
@@ -646,77 +644,26 @@ static void to_graveyard(struct notifyx *nx, struct nx_node *n)
  * lead to them). */
 static void bury(struct notifyx *nx, struct nx_node *n)
 {
-	if (!n || n->dead)
-		return;
-	nx_node_foreach(n, bury_one, nx);
-	to_graveyard(nx, n);
-}
-
-static void free_graveyard(struct notifyx *nx)
-{
-	struct fan *fa = fan_of(nx);
-	struct nx_node *n, *next;
-
-	for (n = fa->graveyard; n; n = next) {
-		next = n->next;
-		n->next = NULL;
-		nx_node_free_tree(&nx->paths, n, NULL, NULL);
-	}
-	fa->graveyard = NULL;
+	nx_kt_bury(nx, n, bury_one, nx, &fan_of(nx)->graveyard);
 }
 
 /* ---- CREATEs a listing reported already ---- */
 
-static uint64_t sup_key(const void *node, const char *name, size_t len)
-{
-	return nx_hash(name, len, (uint64_t)(uintptr_t)node * 31);
-}
-
-static void sup_add(struct fan *fa, const void *node, const char *name, size_t len)
-{
-	uint64_t key = sup_key(node, name, len);
-	uintptr_t have = (uintptr_t)nx_map_get(&fa->suppress, key);
-
-	/* Failing to remember costs a duplicate event, never a lost one. */
-	nx_map_put(&fa->suppress, key, (void *)(have + 1));
-}
-
 static bool sup_take(struct fan *fa, const void *node, const char *name, size_t len)
 {
-	uint64_t key = sup_key(node, name, len);
-	uintptr_t have = (uintptr_t)nx_map_get(&fa->suppress, key);
-
-	if (!have)
-		return false;
-	if (have == 1)
-		nx_map_del(&fa->suppress, key);
-	else
-		nx_map_put(&fa->suppress, key, (void *)(have - 1));
-	return true;
+	return nx_kt_take(&fa->suppress, nx_kt_key(node, name, len, 0));
 }
 
 /* The path of n's entry name, relative to the watch root, in fa->path[i]. */
 static size_t entry_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen,
 			 int i)
 {
-	size_t d = nx_node_path(n, fa->path[i], PATH_MAX);
-
-	return d == SIZE_MAX ? SIZE_MAX : nx_join(fa->path[i], PATH_MAX, fa->path[i], d, name, nlen);
+	return nx_kt_entry_path(fa->path[i], n, name, nlen);
 }
 
-static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
-{
-	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
-}
-
-/* An entry of directory n arrived whose path relative to the root does not
- * fit: it is not watched, and the ERROR names n, the deepest that fits. */
 static void too_long(struct notifyx *nx, struct nx_node *n)
 {
-	struct fan *fa = fan_of(nx);
-
-	if (nx_node_path(n, fa->path[2], PATH_MAX) != SIZE_MAX)
-		emit_error(nx, n->watch, fa->path[2], ENAMETOOLONG);
+	nx_kt_too_long(nx, n, fan_of(nx)->path[2]);
 }
 
 /* ---- walking directories ---- */
@@ -726,52 +673,6 @@ static bool fs_mode(const struct nx_watch *w)
 	const struct fwatch *fw = w->bdata;
 
 	return fw && fw->fsmode;
-}
-
-struct walk {
-	struct notifyx *nx;
-	struct nx_node *dir;
-	const char *rel;
-	size_t rel_len;
-	bool report;
-	bool too_long;        /* an entry whose relative path does not fit */
-	char *subdirs;
-	size_t sub_len, sub_cap;
-};
-
-static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
-{
-	struct walk *wk = ctx;
-	struct notifyx *nx = wk->nx;
-	struct nx_watch *w = wk->dir->watch;
-	char *child = fan_of(nx)->path[1];
-	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
-
-	if (clen == SIZE_MAX) {
-		wk->too_long = true;
-		return 0;
-	}
-	if (nx_excluded(nx, w, child, name))
-		return 0;
-	if (wk->report) {
-		nx_emit(nx, w, NOTIFYX_CREATE,
-			NOTIFYX_EVENT_SYNTHETIC | (type == DT_DIR ? NOTIFYX_EVENT_ISDIR : 0), 0, 0,
-			child, clen, NULL, 0);
-		sup_add(fan_of(nx), wk->dir, name, len);
-	}
-	if (type == DT_DIR) {
-		if (wk->sub_len + len + 1 > wk->sub_cap) {
-			size_t cap = (wk->sub_cap + len + 1) * 2;
-			char *p = realloc(wk->subdirs, cap);
-			if (!p)
-				return -1;
-			wk->subdirs = p;
-			wk->sub_cap = cap;
-		}
-		memcpy(wk->subdirs + wk->sub_len, name, len + 1);
-		wk->sub_len += len + 1;
-	}
-	return 0;
 }
 
 static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
@@ -802,112 +703,72 @@ static void shallow_child(struct notifyx *nx, struct nx_node *n, int pfd, const 
 		close(fd);
 }
 
-/*
- * Marks directory name (relative to pfd, the directory of n's parent, or by
- * path when pfd is -1), which is node n, then lists it and does the same for
- * its subdirectories (recursive watches) or names them (others).  rel holds
- * n's path relative to the root.  Failures that concern one directory become
- * NOTIFYX_ERROR events; only running out of marks, memory or descriptors
- * while a watch is set up (fatal) returns -1.
- */
-static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
-		size_t rel_len, int depth, bool report, bool fatal)
+static void shallow(struct nx_kt_walk *wk, struct nx_node *n, int fd, const char *name, size_t len)
 {
+	shallow_child(wk->nx, n, fd, name, len);
+}
+
+/* nx_kt_walk's enter(): marks directory node n. */
+static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *name,
+		 const char *rel)
+{
+	struct notifyx *nx = wk->nx;
 	struct fan *fa = fan_of(nx);
 	struct nx_watch *w = n->watch;
-	struct walk wk = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len, .report = report };
-	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
-	int fd, err = 0, ret = 0;
-	struct stat st;
+	struct kobj *k;
+	int fd, err;
 
-	if (w->ended || n->dead)
-		return 0;
-	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
-		err = errno;
-		goto fail;
-	}
-	if (n->parent && (w->flags & NOTIFYX_WATCH_XDEV) && (fstat(fd, &st) < 0 || st.st_dev != w->dev)) {
+	(void)rel; /* (open_dir reaches the root's descendants through the held root) */
+	if ((fd = open_dir(nx, n, pfd, name)) < 0)
+		return -1;
+	if (nx_kt_other_dev(n, fd)) {
 		close(fd);
 		bury(nx, n);
-		return 0;
+		return NX_KT_SKIP;
 	}
 	if (attach(nx, n, fd, !fs_mode(w)) < 0) {
 		err = errno;
 		close(fd);
-		goto fail;
+		errno = err;
+		return -1;
 	}
+	k = n->kref;
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
-	nx_map_put(&fa->listed, ((struct kobj *)n->kref)->key, (void *)1);
-	((struct kobj *)n->kref)->listed_at = fa->epoch;
+	nx_map_put(&fa->listed, k->key, (void *)1);
+	k->listed_at = fa->epoch;
 	/* Filesystem marks: placed by the listing, as inode marks place what
 	 * they list (the table is then ahead of the events not read yet, which
 	 * the moves' checks by identity allow for). */
 	if (fs_mode(w))
-		((struct kobj *)n->kref)->gen = fa->fsgen;
-	ret = nx_scan_dir(fd, walk_entry, &wk, NULL);
-	err = errno;
-	if (ret < 0) {
-		close(fd);
-		free(wk.subdirs);
-		if (err == ENOMEM)
-			return -1;
-		if (err != ENOENT)
-			emit_error(nx, w, rel, err);
-		return 0;
-	}
-	/* What does not fit below the root is not watched: said once, naming
-	 * the deepest directory that fits (this one). */
-	if (wk.too_long)
-		emit_error(nx, w, rel, ENAMETOOLONG);
-	if (depth >= WALK_FD_DEPTH) {
-		close(fd);
-		fd = -1;
-	}
-	for (size_t off = 0; off < wk.sub_len && !w->ended && !n->dead;) {
-		const char *sub = wk.subdirs + off;
-		size_t slen = strlen(sub), clen;
-		struct nx_node *c;
-		off += slen + 1;
-		if (!deep) {
-			shallow_child(nx, n, fd, sub, slen);
-			continue;
-		}
-		if (nx_node_find(&nx->paths, n, sub, slen))
-			continue;
-		if (!(c = nx_node_add(&nx->paths, n, sub, slen))) {
-			ret = -1;
-			break;
-		}
-		if ((clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen)) == SIZE_MAX) {
-			emit_error(nx, w, rel, ENAMETOOLONG);
-			bury(nx, c);
-			continue;
-		}
-		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
-		rel[rel_len] = '\0';
-		if (ret < 0)
-			break;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(wk.subdirs);
-	return ret;
-fail:
-	/* A filesystem below the root that cannot be marked (ENODEV) is one
-	 * directory's failure: an ERROR, as with filesystem marks. */
-	if (fatal && (err == ENOSPC || err == ENOMEM || err == EMFILE || err == ENFILE ||
-		      !n->parent)) {
-		errno = err;
-		return -1;
-	}
-	/* With filesystem marks, a filesystem below the root that cannot be
-	 * marked was reported by fs_mark_submounts() already. */
-	if (err != ENOENT && err != ENOTDIR && err != ELOOP &&
-	    !(err == ENODEV && n->parent && fs_mode(w)))
-		emit_error(nx, w, rel, err);
-	if (n->parent)
-		bury(nx, n);
-	return 0;
+		k->gen = fa->fsgen;
+	return fd;
+}
+
+/* A filesystem below the root that cannot be marked (ENODEV) is one
+ * directory's failure, an ERROR; with filesystem marks, fs_mark_submounts()
+ * reported it already. */
+static bool quiet(struct nx_kt_walk *wk, struct nx_node *n, int err)
+{
+	(void)wk;
+	return err == ENODEV && n->parent && fs_mode(n->watch);
+}
+
+/*
+ * Marks directory name (relative to pfd, the directory of n's parent, or by
+ * path when pfd is -1), which is node n, then lists it and does the same for
+ * its subdirectories (recursive watches) or names them (others): see
+ * nx_kt_walk.
+ */
+static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+		size_t rel_len, bool report, bool fatal)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_kt_walk wk = { .nx = nx, .report = report, .fatal = fatal,
+				 .reported = &fa->suppress, .scratch = fa->path[1],
+				 .enter = enter, .shallow = shallow, .quiet = quiet,
+				 .bury = bury };
+
+	return nx_kt_walk(&wk, n, pfd, name, rel, rel_len, 0);
 }
 
 static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
@@ -948,7 +809,7 @@ static void walk_new(struct notifyx *nx, struct nx_node *n, const char *name, si
 		too_long(nx, n);
 	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
 		nx_lost(nx, n->watch);
-	else if (walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, 0, report, false) < 0)
+	else if (walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, report, false) < 0)
 		nx_lost(nx, n->watch);
 }
 
@@ -1047,7 +908,7 @@ static void dry_point(struct notifyx *nx)
 	if (fa->ndeferred)
 		retry_deferred(nx);
 	if (!fa->suppress.len)
-		free_graveyard(nx);
+		nx_kt_free_grave(nx, &fa->graveyard);
 }
 
 /* ---- reading the kernel queue ---- */
@@ -1655,7 +1516,7 @@ static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t ma
 		if (errno == ENOMEM || errno == ENOSPC)
 			ret = -1;
 		else if (errno != ENOENT) /* say what is not watched */
-			emit_error(nx, w, mp + fw->root_len + (fw->root_len > 1), errno);
+			nx_kt_error(nx, w, mp + fw->root_len + (fw->root_len > 1), errno);
 	}
 	free(line);
 	fclose(f);
@@ -1699,7 +1560,7 @@ static int fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
 	 * does not fall back to inode marks, whose listing would repeat the
 	 * one already queued. */
 	fa->path[2][0] = '\0';
-	if (walk(nx, w->root, fd, ".", fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
+	if (walk(nx, w->root, fd, ".", fa->path[2], 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
 	    w->ended)
 		return -1;
 	return 0;
@@ -1849,7 +1710,7 @@ static void guard_root(struct notifyx *nx, struct nx_watch *w)
 	int err = errno;
 	if (pfd >= 0)
 		close(pfd);
-	emit_error(nx, w, "", err);
+	nx_kt_error(nx, w, "", err);
 }
 
 /* FAN_DELETE of directory k: the watches whose held root it was end. */
@@ -2100,76 +1961,31 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 	return false;
 }
 
-/*
- * An exchange with a name the watch does not see (an exclude pattern hides
- * it): a departure, then an arrival, of the name it sees (API.md), each
- * with the type of the entry it describes.  Nothing of the hidden name was
- * ever in the table.
- */
-static void exchange_unseen(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
-			    const struct move *m)
+static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
+		    bool theirs, bool unseen)
 {
-	struct fan *fa = fan_of(nx);
-	struct nx_watch *w = a->watch;
-	size_t len = entry_path(fa, a, m->fname, m->flen, 0);
-	bool seen_from = len != SIZE_MAX &&
-			 !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->flen);
-	/* The name seen, in its directory, and what left it and arrived there. */
-	struct nx_node *n = seen_from ? a : b;
-	const char *name = seen_from ? m->fname : m->tname;
-	size_t nlen = seen_from ? m->flen : m->tlen;
-	bool left_dir = seen_from ? m->isdir : m->to_isdir;
-	bool came_dir = seen_from ? m->to_isdir : m->isdir;
-	const struct fanid *came = seen_from ? m->tfid : m->fid;
+	const struct move *m = r->ctx;
+	struct nx_watch *w = n->watch;
+	bool list = w->flags & NOTIFYX_WATCH_LIST;
 
-	if ((len = entry_path(fa, n, name, nlen, 0)) == SIZE_MAX)
-		return;
-	bury(nx, nx_node_find(&nx->paths, n, name, nlen));
-	nx_emit(nx, w, NOTIFYX_MOVED_OUT, left_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
-		len, NULL, 0);
-	nx_emit(nx, w, NOTIFYX_MOVED_IN, came_dir ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, fa->path[0],
-		len, NULL, 0);
-	if (came_dir)
-		list_moved_in(nx, n, name, nlen, came, w->flags & NOTIFYX_WATCH_LIST);
+	/* (With filesystem marks, listed where it arrives when LIST asks.) */
+	list_moved_in(r->nx, n, name, len, theirs ? m->tfid : m->fid,
+		      unseen || fs_mode(w) ? list : (w->flags & NOTIFYX_WATCH_RECURSIVE));
 }
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
-	struct nx_watch *w = a->watch;
-
-	size_t olen = entry_path(fa, a, m->fname, m->flen, 1);
-	size_t nlen = entry_path(fa, b, m->tname, m->tlen, 0);
-	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) |
-			 (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
-	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
-
-	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
-		too_long(nx, nlen == SIZE_MAX ? b : a);
-		return;
-	}
-	sup_take(fa, a, m->fname, m->flen);
-	if (m->exchange && (nx_excluded(nx, w, fa->path[1], fa->path[1] + olen - m->flen) ||
-			    nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen))) {
-		exchange_unseen(nx, a, b, m);
-		return;
-	}
-	struct nx_treemove t = {
-		.a = a, .b = b, .fname = m->fname, .flen = m->flen,
-		.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
-		.out = nx_excluded(nx, w, fa->path[0], fa->path[0] + nlen - m->tlen),
+	struct nx_kt_rename r = {
+		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
+		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
+		.exchange = m->exchange, .scratch = { fa->path[0], fa->path[1] },
+		.arrived = arrived, .bury = bury, .nx = nx, .ctx = m,
 	};
-	nx_treemove(nx, &t, bury);
-	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, fa->path[0], nlen, fa->path[1], olen);
-	/* A directory the table did not know: what it holds is new to the watch
-	 * (with filesystem marks, listed where it arrives when LIST asks). */
-	if (m->isdir && !t.c && !t.out)
-		list_moved_in(nx, b, m->tname, m->tlen, m->fid,
-			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
-	if (m->exchange && m->to_isdir && !t.d)
-		list_moved_in(nx, a, m->fname, m->flen, m->tfid,
-			      fs_mode(w) ? (w->flags & NOTIFYX_WATCH_LIST) : deep);
+
+	sup_take(fa, a, m->fname, m->flen);
+	nx_kt_rename(&r);
 }
 
 static void do_move(struct notifyx *nx, const struct move *m)
@@ -2698,7 +2514,7 @@ static void fan_close(struct notifyx *nx)
 	nx_map_free(&fa->outside);
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
-	free_graveyard(nx);
+	nx_kt_free_grave(nx, &fa->graveyard);
 	for (size_t i = 0; i < fa->ndeferred; i++)
 		free(fa->deferred[i].name);
 	free(fa->deferred);
@@ -2858,7 +2674,7 @@ static int setup(struct notifyx *nx, struct nx_watch *w, int fd)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		fa->path[2][0] = '\0';
-		if (walk(nx, w->root, fd, ".", fa->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST,
+		if (walk(nx, w->root, fd, ".", fa->path[2], 0, w->flags & NOTIFYX_WATCH_LIST,
 			 true) == 0 && !w->ended) {
 			fa->epoch++; /* listed before what is to be read happens */
 			guard_root(nx, w);

@@ -38,7 +38,7 @@
 #include "inotify.h"
 #include "nx.h"
 #include "scan.h"
-#include "treemove.h"
+#include "ktree.h"
 #include "treepath.h"
 
 #define READ_BUF (64 * 1024)
@@ -315,39 +315,16 @@ static void bury_one(void *ctx, struct nx_node *n)
 	detach(in, n);
 	if (in->mounts.len)
 		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
-	n->dead = true;
 }
 
-/* Takes n and its subtree out of the tree; freed after the current batch,
- * so that lists of subscribers being walked stay valid. */
+/* Takes n and its subtree out of the tree; freed with the generation after
+ * this one (see dry_point), so that lists of subscribers being walked,
+ * suppression entries and deferred directories naming them stay valid. */
 static void bury(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 
-	if (!n || n->dead)
-		return;
-	nx_node_unlink(&nx->paths, n);
-	nx_node_foreach(n, bury_one, in);
-	n->next = in->graveyard[0];
-	in->graveyard[0] = n;
-}
-
-static void free_graveyard(struct notifyx *nx, int i)
-{
-	struct ino *in = ino_of(nx);
-	struct nx_node *n, *next;
-
-	for (n = in->graveyard[i]; n; n = next) {
-		next = n->next;
-		n->next = NULL;
-		nx_node_free_tree(&nx->paths, n, NULL, NULL);
-	}
-	in->graveyard[i] = NULL;
-}
-
-static void emit_error(struct notifyx *nx, struct nx_watch *w, const char *rel, int err)
-{
-	nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, err, rel, strlen(rel), NULL, 0);
+	nx_kt_bury(nx, n, bury_one, in, &in->graveyard[0]);
 }
 
 /* ---- held roots ----
@@ -449,7 +426,7 @@ static int guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 	/* Without a guard nothing would tell the root's deletion (a root
 	 * that is gone, or going, needs none). */
 	if (err && !w->ended && !root_gone(w))
-		emit_error(nx, w, "", err);
+		nx_kt_error(nx, w, "", err);
 	return 0;
 }
 
@@ -526,36 +503,17 @@ enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };
  */
 #define SUP_KEEP_NS (50 * 1000 * 1000)
 
-static uint64_t sup_key(const void *obj, const char *name, size_t len, int kind)
-{
-	return nx_hash(name, len, (uint64_t)(uintptr_t)obj * 31 + (uint64_t)kind);
-}
-
 static void sup_add(struct ino *in, const void *obj, const char *name, size_t len, int kind,
 		    unsigned count)
 {
-	uint64_t key = sup_key(obj, name, len, kind);
-	uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[0], key);
-
-	/* Failing to remember costs a duplicate event, never a lost one. */
-	nx_map_put(&in->suppress[0], key, (void *)(have + count));
+	nx_kt_count(&in->suppress[0], nx_kt_key(obj, name, len, kind), count);
 }
 
 static bool sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
 {
-	uint64_t key = sup_key(obj, name, len, kind);
+	uint64_t key = nx_kt_key(obj, name, len, kind);
 
-	for (int i = 0; i < 2; i++) {
-		uintptr_t have = (uintptr_t)nx_map_get(&in->suppress[i], key);
-		if (!have)
-			continue;
-		if (have == 1)
-			nx_map_del(&in->suppress[i], key);
-		else
-			nx_map_put(&in->suppress[i], key, (void *)(have - 1));
-		return true;
-	}
-	return false;
+	return nx_kt_take(&in->suppress[0], key) || nx_kt_take(&in->suppress[1], key);
 }
 
 /* The events a listing of directory name caused in kernel watch kw (with
@@ -571,24 +529,16 @@ static void sup_listing(struct ino *in, struct kwatch *kw, const char *name, siz
 		sup_add(in, kw, name, len, SUP_CLOSE, 1);
 }
 
-/* An entry of directory n whose path relative to the root does not fit:
- * the ERROR names n, the deepest directory that fits. */
 static void too_long(struct notifyx *nx, struct nx_node *n)
 {
-	struct ino *in = ino_of(nx);
-	size_t len = nx_node_path(n, in->path[0], PATH_MAX);
-
-	if (len != SIZE_MAX)
-		emit_error(nx, n->watch, in->path[0], ENAMETOOLONG);
+	nx_kt_too_long(nx, n, ino_of(nx)->path[0]);
 }
 
 /* The path of n's entry name, relative to the watch root, in in->path[i]. */
 static size_t entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
 			 int i)
 {
-	size_t d = nx_node_path(n, in->path[i], PATH_MAX);
-
-	return d == SIZE_MAX ? SIZE_MAX : nx_join(in->path[i], PATH_MAX, in->path[i], d, name, nlen);
+	return nx_kt_entry_path(in->path[i], n, name, nlen);
 }
 
 /* ---- walking new directories ----
@@ -596,54 +546,6 @@ static size_t entry_path(struct ino *in, const struct nx_node *n, const char *na
  * A directory is opened relative to its parent's descriptor, never by a path
  * built from the path table: the table lags behind the filesystem by the
  * events not read yet, and a stale path could lead to another directory. */
-
-struct walk {
-	struct notifyx *nx;
-	struct nx_node *dir;
-	const char *rel; /* path of dir relative to the root */
-	size_t rel_len;
-	bool report;     /* report entries as SYNTHETIC CREATEs */
-	bool too_long;   /* an entry's path relative to the root did not fit */
-	char *subdirs;   /* names of subdirectories, NUL-separated */
-	size_t sub_len, sub_cap;
-};
-
-/* Deeper than this, a walk closes each directory before entering its
- * subdirectories and opens them by path, so it cannot run out of descriptors. */
-#define WALK_FD_DEPTH 128
-
-static int walk_entry(void *ctx, const char *name, size_t len, unsigned char type)
-{
-	struct walk *wk = ctx;
-	struct notifyx *nx = wk->nx;
-	struct nx_watch *w = wk->dir->watch;
-	char *child = ino_of(nx)->path[1];
-	size_t clen = nx_join(child, PATH_MAX, wk->rel, wk->rel_len, name, len);
-
-	if (clen == SIZE_MAX)
-		wk->too_long = true;
-	if (clen == SIZE_MAX || nx_excluded(nx, w, child, name))
-		return 0;
-	if (wk->report) {
-		nx_emit(nx, w, NOTIFYX_CREATE,
-			NOTIFYX_EVENT_SYNTHETIC | (type == DT_DIR ? NOTIFYX_EVENT_ISDIR : 0), 0, 0,
-			child, clen, NULL, 0);
-		sup_add(ino_of(nx), wk->dir, name, len, SUP_CREATE, 1);
-	}
-	if (type == DT_DIR && (w->flags & NOTIFYX_WATCH_RECURSIVE)) {
-		if (wk->sub_len + len + 1 > wk->sub_cap) {
-			size_t cap = (wk->sub_cap + len + 1) * 2;
-			char *p = realloc(wk->subdirs, cap);
-			if (!p)
-				return -1;
-			wk->subdirs = p;
-			wk->sub_cap = cap;
-		}
-		memcpy(wk->subdirs + wk->sub_len, name, len + 1);
-		wk->sub_len += len + 1;
-	}
-	return 0;
-}
 
 /* Builds the absolute path of node n's entry name into in->path[0];
  * returns its length, or SIZE_MAX when it does not fit. */
@@ -863,50 +765,35 @@ static bool name_touched(const struct ino *in, const struct nx_node *n)
 	return false;
 }
 
-/*
- * Watches directory name (relative to pfd, the directory of n's parent, or
- * found by path when pfd is -1), which is node n, then lists it and does the
- * same for its subdirectories.  rel holds n's path relative to the root
- * (rel_len bytes, in a PATH_MAX buffer that the walk extends in place).
- * Failures that concern one directory become NOTIFYX_ERROR events; only
- * running out of kernel watches, memory or descriptors while a watch is set
- * up (fatal) returns -1.
- */
-static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
-		size_t rel_len, int depth, bool report, bool fatal)
+/* nx_kt_walk's enter(): watches directory node n, or defers it. */
+static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *name,
+		 const char *rel)
 {
+	struct notifyx *nx = wk->nx;
 	struct ino *in = ino_of(nx);
-	struct nx_watch *w = n->watch;
-	struct walk wk = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len, .report = report };
-	unsigned calls = 0;
-	int fd, err = 0, ret = 0;
+	int fd, err;
 	bool attached;
-	struct stat st;
 
-	if (w->ended || n->dead)
-		return 0;
-	if (!fatal && name_touched(in, n)) {
-		defer(nx, n, report, 0);
-		return 0;
+	if (!wk->fatal && name_touched(in, n)) {
+		defer(nx, n, wk->report, 0);
+		return NX_KT_SKIP;
 	}
-	if ((fd = open_dir(iw_of(w), pfd, name, rel)) < 0) {
-		err = errno;
-		goto fail;
-	}
-	if (n->parent && (w->flags & NOTIFYX_WATCH_XDEV) && (fstat(fd, &st) < 0 || st.st_dev != w->dev)) {
+	if ((fd = open_dir(iw_of(n->watch), pfd, name, rel)) < 0)
+		return -1;
+	if (nx_kt_other_dev(n, fd)) {
 		close(fd);
 		bury(nx, n);
-		return 0;
+		return NX_KT_SKIP;
 	}
 	attached = attach_fd(nx, n, fd) == 0;
 	err = errno;
-	if (!fatal && n->parent && (!read_more(in) || name_touched(in, n))) {
+	if (!wk->fatal && n->parent && (!read_more(in) || name_touched(in, n))) {
 		/* Records of changes made before the directory was opened may
 		 * have come only now: the table follows them first. */
 		detach(in, n);
 		close(fd);
-		defer(nx, n, report, 0);
-		return 0;
+		defer(nx, n, wk->report, 0);
+		return NX_KT_SKIP;
 	}
 	if (!attached && err == EEXIST && n->parent && !in->retrying) {
 		/* Known under another name: the events that moved it here are
@@ -914,8 +801,8 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		 * what they do).  Once they are, the table has it here, or
 		 * the conflict is settled. */
 		close(fd);
-		defer(nx, n, report, 0);
-		return 0;
+		defer(nx, n, wk->report, 0);
+		return NX_KT_SKIP;
 	}
 	errno = err;
 	if (!n->kref && (errno != EEXIST || !n->parent || !settle_conflict(nx, n) ||
@@ -924,71 +811,45 @@ static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 		close(fd);
 		if (err == EEXIST && n->parent) {
 			bury(nx, n);
-			return 0;
+			return NX_KT_SKIP;
 		}
-		goto fail;
-	}
-	if (n->parent)
-		note_mount(in, n, fd);
-	ret = nx_scan_dir(fd, walk_entry, &wk, &calls);
-	err = errno;
-	/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
-	 * OPEN its parent saw) are the library's own, not the application's.
-	 * Only what a kernel watch asks for is queued and so remembered: else a
-	 * large tree would hold five entries per directory until the next read. */
-	sup_listing(in, n->kref, "", 0, 0, calls);
-	if (n->parent && n->parent->kref)
-		sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, calls);
-	if (ret < 0) {
-		close(fd);
-		free(wk.subdirs);
-		if (err == ENOMEM)
-			return -1;
-		/* ENOENT: removed while being listed; its parent reports that. */
-		if (err != ENOENT)
-			emit_error(nx, w, rel, err);
-		return 0;
-	}
-	/* What does not fit is not watched: the deepest directory that fits
-	 * says so (its events name no entry that does not fit either). */
-	if (wk.too_long)
-		emit_error(nx, w, rel, ENAMETOOLONG);
-	if (depth >= WALK_FD_DEPTH) {
-		close(fd);
-		fd = -1;
-	}
-	for (size_t off = 0; off < wk.sub_len && !w->ended && !n->dead;) {
-		const char *sub = wk.subdirs + off;
-		size_t slen = strlen(sub), clen;
-		struct nx_node *c;
-		off += slen + 1;
-		if (nx_node_find(&nx->paths, n, sub, slen))
-			continue;
-		if (!(c = nx_node_add(&nx->paths, n, sub, slen))) {
-			ret = -1;
-			break;
-		}
-		clen = nx_join(rel, PATH_MAX, rel, rel_len, sub, slen); /* fits: see walk_entry */
-		ret = walk(nx, c, fd, sub, rel, clen, depth + 1, report, fatal);
-		rel[rel_len] = '\0';
-		if (ret < 0)
-			break;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(wk.subdirs);
-	return ret;
-fail:
-	if (fatal && (err == ENOSPC || err == ENOMEM || err == EMFILE || err == ENFILE || !n->parent)) {
 		errno = err;
 		return -1;
 	}
 	if (n->parent)
-		bury(nx, n);
-	/* A directory that went away meanwhile is reported by its parent. */
-	if (err != ENOENT && err != ENOTDIR && err != ELOOP)
-		emit_error(nx, w, rel, err);
-	return 0;
+		note_mount(in, n, fd);
+	return fd;
+}
+
+/* The listing read the directory: its ACCESS and CLOSE_NOWRITE (and the
+ * OPEN its parent saw) are the library's own, not the application's.  Only
+ * what a kernel watch asks for is queued and so remembered: else a large
+ * tree would hold five entries per directory until the next read. */
+static void listed(struct nx_kt_walk *wk, struct nx_node *n, unsigned calls)
+{
+	struct ino *in = ino_of(wk->nx);
+
+	sup_listing(in, n->kref, "", 0, 0, calls);
+	if (n->parent && n->parent->kref)
+		sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, calls);
+}
+
+/*
+ * Watches directory name (relative to pfd, the directory of n's parent, or
+ * found by path when pfd is -1), which is node n, then lists it and does the
+ * same for its subdirectories (see nx_kt_walk).  Outside fatal, a directory
+ * whose name records not handled yet change is deferred (see add_subdir).
+ */
+static int walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+		size_t rel_len, bool report, bool fatal)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_kt_walk wk = { .nx = nx, .report = report, .fatal = fatal,
+				 .reported = &in->suppress[0], .reported_kind = SUP_CREATE,
+				 .scratch = in->path[1], .enter = enter, .listed = listed,
+				 .bury = bury };
+
+	return nx_kt_walk(&wk, n, pfd, name, rel, rel_len, 0);
 }
 
 /* Watches and lists c, a directory node that is in the table but not
@@ -1020,14 +881,14 @@ static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tr
 			bury(nx, c);
 		} else if (in->retrying && ++tries >= 3) {
 			/* Still unreachable with nothing left to read. */
-			emit_error(nx, c->watch, rel, ENOENT);
+			nx_kt_error(nx, c->watch, rel, ENOENT);
 			bury(nx, c);
 		} else {
 			defer(nx, c, report, tries);
 		}
 		return;
 	}
-	if (walk(nx, c, pfd, c->name, rel, len, 0, report, false) < 0)
+	if (walk(nx, c, pfd, c->name, rel, len, report, false) < 0)
 		nx_lost(nx, c->watch);
 	close(pfd);
 }
@@ -1097,7 +958,7 @@ static void dry_point(struct notifyx *nx)
 	nx_map_free(&in->suppress[1]);
 	in->suppress[1] = in->suppress[0];
 	memset(&in->suppress[0], 0, sizeof(in->suppress[0]));
-	free_graveyard(nx, 1);
+	nx_kt_free_grave(nx, &in->graveyard[1]);
 	in->graveyard[1] = in->graveyard[0];
 	in->graveyard[0] = NULL;
 }
@@ -1157,7 +1018,7 @@ static void uncover(struct notifyx *nx, struct nx_node *n)
 	close(rfd);
 	len = nx_node_path(n, in->path[2], PATH_MAX);
 	if (len != SIZE_MAX && (pfd = open_node(nx, n->parent)) >= 0) {
-		walk(nx, n, pfd, n->name, in->path[2], len, 0, false, false);
+		walk(nx, n, pfd, n->name, in->path[2], len, false, false);
 		close(pfd);
 	}
 	nx_lost(nx, w);
@@ -1343,72 +1204,26 @@ static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 	return a->watch == b->watch;
 }
 
-/*
- * An exchange of entry name of directory node n with a place the watch does
- * not see (an excluded name): a departure, then an arrival (API.md).  gone:
- * the departing entry is a directory; came: the arriving one is.  seen:
- * false when neither side is seen (nothing to report).
- */
-static void exchange_hidden(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
-			    bool gone, bool came, bool seen)
+static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
+		    bool theirs, bool unseen)
 {
-	struct ino *in = ino_of(nx);
-	struct nx_watch *w = n->watch;
-	size_t plen = entry_path(in, n, name, len, 0);
-
-	if (!seen || plen == SIZE_MAX)
-		return;
-	if (gone)
-		bury(nx, nx_node_find(&nx->paths, n, name, len));
-	nx_emit(nx, w, NOTIFYX_MOVED_OUT, gone ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
-		NULL, 0);
-	nx_emit(nx, w, NOTIFYX_MOVED_IN, came ? NOTIFYX_EVENT_ISDIR : 0, 0, 0, in->path[0], plen,
-		NULL, 0);
-	if (came)
-		add_subdir(nx, n, name, len, w->flags & NOTIFYX_WATCH_LIST);
+	(void)theirs;
+	add_subdir(r->nx, n, name, len, !unseen || (n->watch->flags & NOTIFYX_WATCH_LIST));
 }
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
 	struct ino *in = ino_of(nx);
-	struct nx_watch *w = a->watch;
-	size_t olen = entry_path(in, a, m->fname, m->flen, 1);
-	size_t nlen = entry_path(in, b, m->tname, m->tlen, 0);
-	uint32_t flags = (m->isdir ? NOTIFYX_EVENT_ISDIR : 0) | (m->exchange ? NOTIFYX_EVENT_EXCHANGE : 0);
+	struct nx_kt_rename r = {
+		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
+		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
+		.exchange = m->exchange, .scratch = { in->path[0], in->path[1] },
+		.arrived = arrived, .bury = bury, .nx = nx,
+	};
 
-	if (olen == SIZE_MAX || nlen == SIZE_MAX) {
-		too_long(nx, olen == SIZE_MAX ? a : b);
-		return;
-	}
 	sup_take(in, a, m->fname, m->flen, SUP_CREATE);
-	if (m->exchange && w->nexclude) {
-		bool old_out = nx_excluded(nx, w, in->path[1], in->path[1] + olen - m->flen);
-		bool new_out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen);
-		if (old_out || new_out) {
-			exchange_hidden(nx, new_out ? a : b, new_out ? m->fname : m->tname,
-					new_out ? m->flen : m->tlen, new_out ? m->isdir : m->to_isdir,
-					new_out ? m->to_isdir : m->isdir, !(old_out && new_out));
-			return;
-		}
-	}
-	if (w->flags & NOTIFYX_WATCH_RECURSIVE) {
-		struct nx_treemove t = {
-			.a = a, .b = b, .fname = m->fname, .flen = m->flen,
-			.tname = m->tname, .tlen = m->tlen, .isdir = m->isdir, .exchange = m->exchange,
-			.out = nx_excluded(nx, w, in->path[0], in->path[0] + nlen - m->tlen),
-		};
-		nx_treemove(nx, &t, bury);
-		nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
-		/* A directory the table did not know (excluded before, or not
-		 * reached yet when it appeared): what it holds is new to the watch. */
-		if (m->isdir && !t.c && !t.out)
-			add_subdir(nx, b, m->tname, m->tlen, true);
-		if (m->exchange && m->to_isdir && !t.d)
-			add_subdir(nx, a, m->fname, m->flen, true);
-		return;
-	}
-	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, in->path[0], nlen, in->path[1], olen);
+	nx_kt_rename(&r);
 }
 
 /*
@@ -2284,7 +2099,7 @@ static void ino_close(struct notifyx *nx)
 	nx_map_free(&in->mounts);
 	for (int i = 0; i < 2; i++) {
 		nx_map_free(&in->suppress[i]);
-		free_graveyard(nx, i);
+		nx_kt_free_grave(nx, &in->graveyard[i]);
 	}
 	free(in->deferred);
 	free(in->vec[0]);
@@ -2315,7 +2130,7 @@ static int watch_tree(struct notifyx *nx, struct nx_watch *w)
 	struct ino *in = ino_of(nx);
 
 	in->path[2][0] = '\0';
-	if (walk(nx, w->root, -1, "", in->path[2], 0, 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
+	if (walk(nx, w->root, -1, "", in->path[2], 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
 	    w->ended)
 		return -1;
 	return (w->flags & NOTIFYX_WATCH_RECURSIVE) ? guard(nx, w, true) : 0;
