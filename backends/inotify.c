@@ -2245,7 +2245,6 @@ static int ino_open(struct notifyx *nx)
 		errno = err;
 		return -1;
 	}
-	nx->ops = &nx_backend_inotify;
 	nx->bdata = in;
 	return 0;
 }

@@ -20,22 +20,6 @@
 
 #include "nx.h"
 
-/* Indexed by NOTIFYX_BACKEND_* (AUTO is not a backend). */
-static const struct nx_backend *const backends[] = {
-	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
-	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
-	[NOTIFYX_BACKEND_DNOTIFY] = &nx_backend_dnotify,
-	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
-};
-#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
-
-/* What NOTIFYX_BACKEND_AUTO tries, in order, after any failure of the one
- * before.  Never dnotify: it takes a real-time signal and SIGIO for the whole
- * process, which only an application that names it may give away. */
-static const uint32_t auto_order[] = {
-	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY, NOTIFYX_BACKEND_POLL,
-};
-
 uint64_t nx_now_ns(void)
 {
 	struct timespec ts;
@@ -129,7 +113,8 @@ static int read_config(struct notifyx_config *out, const struct notifyx_config *
 		}
 	}
 	memcpy(out, in, sizeof(*out));
-	if (out->backend >= NBACKENDS || (out->flags & ~NOTIFYX_NONBLOCK)) {
+	if ((out->backend != NOTIFYX_BACKEND_AUTO && !nx_backend(out->backend)) ||
+	    (out->flags & ~NOTIFYX_NONBLOCK)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -143,8 +128,8 @@ static int backend_from_env(uint32_t *backend)
 
 	if (!s || !*s || !strcmp(s, "auto"))
 		return 0;
-	for (uint32_t b = 1; b < NBACKENDS; b++) {
-		if (!strcmp(s, notifyx_backend_name(b))) {
+	for (uint32_t b = 1; nx_backend(b); b++) { /* the ids have no gap */
+		if (!strcmp(s, nx_backend(b)->name)) {
 			*backend = b;
 			return 0;
 		}
@@ -153,9 +138,9 @@ static int backend_from_env(uint32_t *backend)
 	return -1;
 }
 
-static int start_backend(struct notifyx *nx, uint32_t id)
+static int start_backend(struct notifyx *nx, const struct nx_backend *ops)
 {
-	nx->ops = backends[id];
+	nx->ops = ops;
 	if (nx->ops->open(nx) < 0) {
 		nx->ops = NULL;
 		return -1;
@@ -197,13 +182,13 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 		goto fail;
 
 	if (cfg.backend != NOTIFYX_BACKEND_AUTO) {
-		if (start_backend(nx, cfg.backend) < 0)
+		if (start_backend(nx, nx_backend(cfg.backend)) < 0)
 			goto fail;
 		return nx;
 	}
 	/* When none starts, the errno is the last one's. */
-	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		if (start_backend(nx, auto_order[i]) == 0)
+	for (size_t i = 0; nx_backend_auto(i); i++) {
+		if (start_backend(nx, nx_backend_auto(i)) == 0)
 			return nx;
 	}
 fail:

@@ -196,10 +196,11 @@ struct nx_backend {
 	unsigned long (*own_signals)(void);
 };
 
-extern const struct nx_backend nx_backend_inotify;
-extern const struct nx_backend nx_backend_poll;
-extern const struct nx_backend nx_backend_fanotify;
-extern const struct nx_backend nx_backend_dnotify;
+/* The registry (backends/registry.c): the backend whose id is a
+ * NOTIFYX_BACKEND_* other than AUTO, or NULL when there is none. */
+const struct nx_backend *nx_backend(uint32_t id);
+/* The i-th backend NOTIFYX_BACKEND_AUTO tries (from 0), or NULL past the last. */
+const struct nx_backend *nx_backend_auto(size_t i);
 
 /* ---- the handle ---- */
 
