@@ -74,14 +74,14 @@ static void detach(struct notifyx *nx, struct nx_watch *w)
 /* Translates what the kernel has, then repairs what losses call for.  The
  * watches that ended meanwhile are detached after, not in the middle of
  * the backend's dispatch (see nx_end_watch). */
-static int process(struct notifyx *nx)
+static int process(struct notifyx *nx, unsigned flags)
 {
 	struct nx_watch *w;
 	size_t pos = 0;
 	int ret, err;
 
 	nx->dispatching = true;
-	ret = nx->ops->process(nx);
+	ret = nx->ops->process(nx, flags);
 	err = errno;
 	nx_rescan_run(nx);
 	nx->dispatching = false;
@@ -138,10 +138,11 @@ static int backend_from_env(uint32_t *backend)
 	return -1;
 }
 
-static int start_backend(struct notifyx *nx, const struct nx_backend *ops)
+static int start_backend(struct notifyx *nx, const struct nx_backend *ops,
+			 const struct notifyx_config *cfg)
 {
 	nx->ops = ops;
-	if (nx->ops->open(nx) < 0) {
+	if (nx->ops->open(nx, cfg) < 0) {
 		nx->ops = NULL;
 		return -1;
 	}
@@ -173,8 +174,8 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 	nx->pid = getpid();
 	nx->flags = cfg.flags;
 	nx->queue_max = cfg.queue_max ? cfg.queue_max : NX_DEFAULT_QUEUE_MAX;
-	nx->poll_interval_ms = cfg.poll_interval_ms ? cfg.poll_interval_ms : NX_DEFAULT_POLL_MS;
-	nx->signal = cfg.signal;
+	if (!cfg.poll_interval_ms)
+		cfg.poll_interval_ms = NX_DEFAULT_POLL_MS;
 	nx->next_wd = 1;
 	nx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (nx->epfd < 0 || (nx->readyfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
@@ -182,13 +183,13 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 		goto fail;
 
 	if (cfg.backend != NOTIFYX_BACKEND_AUTO) {
-		if (start_backend(nx, nx_backend(cfg.backend)) < 0)
+		if (start_backend(nx, nx_backend(cfg.backend), &cfg) < 0)
 			goto fail;
 		return nx;
 	}
 	/* When none starts, the errno is the last one's. */
 	for (size_t i = 0; nx_backend_auto(i); i++) {
-		if (start_backend(nx, nx_backend_auto(i)) == 0)
+		if (start_backend(nx, nx_backend_auto(i), &cfg) == 0)
 			return nx;
 	}
 fail:
@@ -458,7 +459,7 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 	/* Events already queued in the kernel happened before this watch:
 	 * translate them now, so a shared kernel watch cannot hand them to it.
 	 * A failure to read them concerns notifyx_read, which will meet it. */
-	process(nx);
+	process(nx, 0);
 	if (!(w = calloc(1, sizeof(*w)))) {
 		err = errno;
 		sync_ready(nx);
@@ -525,9 +526,7 @@ NX_EXPORT int notifyx_rm_watch(struct notifyx *nx, int wd)
 	}
 	/* What the kernel already queued for this watch stays readable,
 	 * including a move half that would otherwise wait for its pair. */
-	nx->flush = true;
-	process(nx);
-	nx->flush = false;
+	process(nx, NX_PROCESS_FLUSH);
 	if (w->ended) { /* it ended by itself in what was queued */
 		sync_ready(nx);
 		errno = EINVAL;
@@ -641,7 +640,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
 	}
 	while (!nx->queue.count) {
-		if (process(nx) < 0 && !nx->queue.count)
+		if (process(nx, 0) < 0 && !nx->queue.count)
 			goto fail;
 		if (nx->queue.count)
 			break;
