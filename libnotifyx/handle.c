@@ -652,7 +652,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		/* ppoll(2), not epoll_pwait(2): a caught signal ends the wait
 		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
 		 * does not, where epoll_wait would fail with EINTR (signal(7)).
-		 * An EINTR from the backend's own signals (dnotify) is not one. */
+		 * An EINTR from the backend's own signals (own_signals) is not one. */
 		unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
 		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN &&
 		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
