@@ -142,7 +142,7 @@ static uint32_t dn_supported(const struct notifyx *nx)
 	return NX_SCAN_EVENTS;
 }
 
-static int dn_open(struct notifyx *nx)
+static int dn_open(struct notifyx *nx, const struct notifyx_config *cfg)
 {
 	struct dnb *b;
 	struct itimerspec its = { 0 };
@@ -154,10 +154,10 @@ static int dn_open(struct notifyx *nx)
 	if (!(b = calloc(1, sizeof(*b))))
 		return -1;
 	b->timerfd = -1;
-	if (nx_dnsig_open(nx->signal, &b->sig) < 0)
+	if (nx_dnsig_open(cfg->signal, &b->sig) < 0)
 		goto fail;
-	its.it_value.tv_sec = nx->poll_interval_ms / 1000;
-	its.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
+	its.it_value.tv_sec = cfg->poll_interval_ms / 1000;
+	its.it_value.tv_nsec = (long)(cfg->poll_interval_ms % 1000) * 1000000;
 	its.it_interval = its.it_value;
 	b->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (b->timerfd < 0 || timerfd_settime(b->timerfd, 0, &its, NULL) < 0 ||
@@ -266,7 +266,7 @@ static void signalled(void *ctx, int dfd)
 	b->marked = true;
 }
 
-static int dn_process(struct notifyx *nx)
+static int dn_process(struct notifyx *nx, unsigned flags)
 {
 	struct dnb *b = nx->bdata;
 	bool overflow = false, due;

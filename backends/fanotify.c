@@ -2372,7 +2372,7 @@ static void handle_records(struct notifyx *nx)
 	consume(fa, pos);
 }
 
-static int fan_process(struct notifyx *nx)
+static int fan_process(struct notifyx *nx, unsigned flags)
 {
 	struct fan *fa = fan_of(nx);
 	int ret = 0, err = 0;
@@ -2414,7 +2414,7 @@ static uint32_t fan_supported(const struct notifyx *nx)
 	return NOTIFYX_ALL_EVENTS;
 }
 
-static int fan_open(struct notifyx *nx)
+static int fan_open(struct notifyx *nx, const struct notifyx_config *cfg)
 {
 	static const unsigned modes[] = {
 		FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_REPORT_TARGET_FID,

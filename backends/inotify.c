@@ -95,6 +95,7 @@ struct ino {
 	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
 	bool holding;         /* a record in buf waits for a later one (a hold) */
 	bool no_wait;         /* end every hold now (the timer cannot be armed) */
+	bool flush;           /* this process() ends every hold (NX_PROCESS_FLUSH) */
 	bool timer_armed;
 	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	bool block_all;       /* this pass: every later record waits */
@@ -1567,7 +1568,7 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	for (size_t p = pos; later < HOLD_DISTANCE && peek(in, p, &ev); p += sizeof(ev) + ev.len)
 		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
 			return false; /* made under the lock the move held: see sync_holds */
-	if (nx->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
+	if (in->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
 	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
 		return false;
 	if (!in->holding || until < in->hold_until)
@@ -1910,7 +1911,7 @@ static int arm_hold_timer(struct ino *in)
 	return in->timer_armed ? 0 : -1;
 }
 
-static int ino_process(struct notifyx *nx)
+static int ino_process(struct notifyx *nx, unsigned flags)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
@@ -1918,6 +1919,7 @@ static int ino_process(struct notifyx *nx)
 	bool dry = false, wake = false;
 	int syncs = 0, retries = 0;
 
+	in->flush = flags & NX_PROCESS_FLUSH;
 	/* Reset the timer's readiness once it has fired. */
 	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
@@ -1984,6 +1986,7 @@ static int ino_process(struct notifyx *nx)
 		check_mounts(nx);
 	if (dry && in->recheck)
 		recheck_roots(nx);
+	in->flush = false;
 	errno = err;
 	return ret;
 }
@@ -2030,7 +2033,7 @@ static uint32_t ino_supported(const struct notifyx *nx)
 	return NOTIFYX_ALL_EVENTS;
 }
 
-static int ino_open(struct notifyx *nx)
+static int ino_open(struct notifyx *nx, const struct notifyx_config *cfg)
 {
 	struct ino *in = calloc(1, sizeof(*in));
 	struct epoll_event ev = { .events = EPOLLPRI };
@@ -2060,7 +2063,6 @@ static int ino_open(struct notifyx *nx)
 		errno = err;
 		return -1;
 	}
-	nx->ops = &nx_backend_inotify;
 	nx->bdata = in;
 	return 0;
 }

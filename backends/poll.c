@@ -29,15 +29,15 @@ static uint32_t poll_supported(const struct notifyx *nx)
 	return NX_SCAN_EVENTS;
 }
 
-static int poll_open(struct notifyx *nx)
+static int poll_open(struct notifyx *nx, const struct notifyx_config *cfg)
 {
 	struct pollb *pb = calloc(1, sizeof(*pb));
 	int err;
 
 	if (!pb)
 		return -1;
-	pb->interval.it_value.tv_sec = nx->poll_interval_ms / 1000;
-	pb->interval.it_value.tv_nsec = (long)(nx->poll_interval_ms % 1000) * 1000000;
+	pb->interval.it_value.tv_sec = cfg->poll_interval_ms / 1000;
+	pb->interval.it_value.tv_nsec = (long)(cfg->poll_interval_ms % 1000) * 1000000;
 	/* Periodic too: were a re-arm to fail, the scans would go on. */
 	pb->interval.it_interval = pb->interval.it_value;
 	pb->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -84,7 +84,7 @@ static int poll_repair(struct notifyx *nx, struct nx_watch *w)
 	return nx_scanner_repair(nx, &pb->scanner, w);
 }
 
-static int poll_process(struct notifyx *nx)
+static int poll_process(struct notifyx *nx, unsigned flags)
 {
 	struct pollb *pb = nx->bdata;
 	uint64_t ticks;

@@ -462,9 +462,7 @@ void nx_rescan_run(struct notifyx *nx)
 		return;
 	/* Move halves the backend holds are settled first: the repair
 	 * rebuilds what they point into. */
-	nx->flush = true;
-	nx->ops->process(nx);
-	nx->flush = false;
+	nx->ops->process(nx, NX_PROCESS_FLUSH);
 	nx->repairs_due = false;
 	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
 		if (w->repair_due && !w->ended)

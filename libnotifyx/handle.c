@@ -20,22 +20,6 @@
 
 #include "nx.h"
 
-/* Indexed by NOTIFYX_BACKEND_* (AUTO is not a backend). */
-static const struct nx_backend *const backends[] = {
-	[NOTIFYX_BACKEND_INOTIFY] = &nx_backend_inotify,
-	[NOTIFYX_BACKEND_FANOTIFY] = &nx_backend_fanotify,
-	[NOTIFYX_BACKEND_DNOTIFY] = &nx_backend_dnotify,
-	[NOTIFYX_BACKEND_POLL] = &nx_backend_poll,
-};
-#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
-
-/* What NOTIFYX_BACKEND_AUTO tries, in order, after any failure of the one
- * before.  Never dnotify: it takes a real-time signal and SIGIO for the whole
- * process, which only an application that names it may give away. */
-static const uint32_t auto_order[] = {
-	NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY, NOTIFYX_BACKEND_POLL,
-};
-
 uint64_t nx_now_ns(void)
 {
 	struct timespec ts;
@@ -90,14 +74,14 @@ static void detach(struct notifyx *nx, struct nx_watch *w)
 /* Translates what the kernel has, then repairs what losses call for.  The
  * watches that ended meanwhile are detached after, not in the middle of
  * the backend's dispatch (see nx_end_watch). */
-static int process(struct notifyx *nx)
+static int process(struct notifyx *nx, unsigned flags)
 {
 	struct nx_watch *w;
 	size_t pos = 0;
 	int ret, err;
 
 	nx->dispatching = true;
-	ret = nx->ops->process(nx);
+	ret = nx->ops->process(nx, flags);
 	err = errno;
 	nx_rescan_run(nx);
 	nx->dispatching = false;
@@ -129,7 +113,8 @@ static int read_config(struct notifyx_config *out, const struct notifyx_config *
 		}
 	}
 	memcpy(out, in, sizeof(*out));
-	if (out->backend >= NBACKENDS || (out->flags & ~NOTIFYX_NONBLOCK)) {
+	if ((out->backend != NOTIFYX_BACKEND_AUTO && !nx_backend(out->backend)) ||
+	    (out->flags & ~NOTIFYX_NONBLOCK)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -143,8 +128,8 @@ static int backend_from_env(uint32_t *backend)
 
 	if (!s || !*s || !strcmp(s, "auto"))
 		return 0;
-	for (uint32_t b = 1; b < NBACKENDS; b++) {
-		if (!strcmp(s, notifyx_backend_name(b))) {
+	for (uint32_t b = 1; nx_backend(b); b++) { /* the ids have no gap */
+		if (!strcmp(s, nx_backend(b)->name)) {
 			*backend = b;
 			return 0;
 		}
@@ -153,10 +138,11 @@ static int backend_from_env(uint32_t *backend)
 	return -1;
 }
 
-static int start_backend(struct notifyx *nx, uint32_t id)
+static int start_backend(struct notifyx *nx, const struct nx_backend *ops,
+			 const struct notifyx_config *cfg)
 {
-	nx->ops = backends[id];
-	if (nx->ops->open(nx) < 0) {
+	nx->ops = ops;
+	if (nx->ops->open(nx, cfg) < 0) {
 		nx->ops = NULL;
 		return -1;
 	}
@@ -188,8 +174,8 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 	nx->pid = getpid();
 	nx->flags = cfg.flags;
 	nx->queue_max = cfg.queue_max ? cfg.queue_max : NX_DEFAULT_QUEUE_MAX;
-	nx->poll_interval_ms = cfg.poll_interval_ms ? cfg.poll_interval_ms : NX_DEFAULT_POLL_MS;
-	nx->signal = cfg.signal;
+	if (!cfg.poll_interval_ms)
+		cfg.poll_interval_ms = NX_DEFAULT_POLL_MS;
 	nx->next_wd = 1;
 	nx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (nx->epfd < 0 || (nx->readyfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
@@ -197,13 +183,13 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 		goto fail;
 
 	if (cfg.backend != NOTIFYX_BACKEND_AUTO) {
-		if (start_backend(nx, cfg.backend) < 0)
+		if (start_backend(nx, nx_backend(cfg.backend), &cfg) < 0)
 			goto fail;
 		return nx;
 	}
 	/* When none starts, the errno is the last one's. */
-	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		if (start_backend(nx, auto_order[i]) == 0)
+	for (size_t i = 0; nx_backend_auto(i); i++) {
+		if (start_backend(nx, nx_backend_auto(i), &cfg) == 0)
 			return nx;
 	}
 fail:
@@ -473,7 +459,7 @@ NX_EXPORT int notifyx_add_watch(struct notifyx *nx, const char *path, uint32_t e
 	/* Events already queued in the kernel happened before this watch:
 	 * translate them now, so a shared kernel watch cannot hand them to it.
 	 * A failure to read them concerns notifyx_read, which will meet it. */
-	process(nx);
+	process(nx, 0);
 	if (!(w = calloc(1, sizeof(*w)))) {
 		err = errno;
 		sync_ready(nx);
@@ -540,9 +526,7 @@ NX_EXPORT int notifyx_rm_watch(struct notifyx *nx, int wd)
 	}
 	/* What the kernel already queued for this watch stays readable,
 	 * including a move half that would otherwise wait for its pair. */
-	nx->flush = true;
-	process(nx);
-	nx->flush = false;
+	process(nx, NX_PROCESS_FLUSH);
 	if (w->ended) { /* it ended by itself in what was queued */
 		sync_ready(nx);
 		errno = EINVAL;
@@ -656,7 +640,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
 	}
 	while (!nx->queue.count) {
-		if (process(nx) < 0 && !nx->queue.count)
+		if (process(nx, 0) < 0 && !nx->queue.count)
 			goto fail;
 		if (nx->queue.count)
 			break;
@@ -668,7 +652,7 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		/* ppoll(2), not epoll_pwait(2): a caught signal ends the wait
 		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
 		 * does not, where epoll_wait would fail with EINTR (signal(7)).
-		 * An EINTR from the backend's own signals (dnotify) is not one. */
+		 * An EINTR from the backend's own signals (own_signals) is not one. */
 		unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
 		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN &&
 		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))

@@ -21,14 +21,11 @@ NX_EXPORT const char *notifyx_event_name(uint32_t mask)
 
 NX_EXPORT const char *notifyx_backend_name(uint32_t backend)
 {
-	switch (backend) {
-	case NOTIFYX_BACKEND_AUTO: return "auto";
-	case NOTIFYX_BACKEND_INOTIFY: return "inotify";
-	case NOTIFYX_BACKEND_FANOTIFY: return "fanotify";
-	case NOTIFYX_BACKEND_DNOTIFY: return "dnotify";
-	case NOTIFYX_BACKEND_POLL: return "poll";
-	}
-	return NULL;
+	const struct nx_backend *ops = nx_backend(backend);
+
+	if (backend == NOTIFYX_BACKEND_AUTO)
+		return "auto";
+	return ops ? ops->name : NULL;
 }
 
 #define STR_(x) #x

@@ -152,6 +152,10 @@ struct nx_watch {
 
 struct notifyx;
 
+/* process(): end every hold now: a first half of a move that waits for its
+ * second half goes out alone (notifyx_rm_watch, and before a repair). */
+#define NX_PROCESS_FLUSH 1u
+
 struct nx_backend {
 	const char *name;
 	uint32_t id;
@@ -160,8 +164,10 @@ struct nx_backend {
 	uint32_t event_flags;
 	/* The events this backend delivers on this handle. */
 	uint32_t (*supported)(const struct notifyx *nx);
-	/* Sets up kernel objects and adds their descriptors to nx->epfd. */
-	int (*open)(struct notifyx *nx);
+	/* Sets up kernel objects and adds their descriptors to nx->epfd.
+	 * cfg is the application's configuration, checked, with the defaults
+	 * filled in (poll_interval_ms is never 0); only valid during the call. */
+	int (*open)(struct notifyx *nx, const struct notifyx_config *cfg);
 	/* Releases everything; after fork (nx->forked) only closes descriptors
 	 * and frees memory, touching no kernel state shared with the parent. */
 	void (*close)(struct notifyx *nx);
@@ -174,8 +180,8 @@ struct nx_backend {
 	 * they return, so a backend never has its state freed under it. */
 	void (*rm_watch)(struct notifyx *nx, struct nx_watch *w);
 	/* Reads what the kernel has without blocking and queues events;
-	 * returns 0, or -1 with errno on a hard failure. */
-	int (*process)(struct notifyx *nx);
+	 * returns 0, or -1 with errno on a hard failure.  flags: NX_PROCESS_*. */
+	int (*process)(struct notifyx *nx, unsigned flags);
 	/* Optional, for NOTIFYX_WATCH_RESCAN: after a loss of events of w,
 	 * makes the kernel side whole again, as a new watch of the tree as it
 	 * is now would be: every directory watched, the path table (w->root
@@ -196,10 +202,11 @@ struct nx_backend {
 	unsigned long (*own_signals)(void);
 };
 
-extern const struct nx_backend nx_backend_inotify;
-extern const struct nx_backend nx_backend_poll;
-extern const struct nx_backend nx_backend_fanotify;
-extern const struct nx_backend nx_backend_dnotify;
+/* The registry (backends/registry.c): the backend whose id is a
+ * NOTIFYX_BACKEND_* other than AUTO, or NULL when there is none. */
+const struct nx_backend *nx_backend(uint32_t id);
+/* The i-th backend NOTIFYX_BACKEND_AUTO tries (from 0), or NULL past the last. */
+const struct nx_backend *nx_backend_auto(size_t i);
 
 /* ---- the handle ---- */
 
@@ -208,12 +215,9 @@ struct notifyx {
 	int readyfd;          /* eventfd in epfd: readable while the queue holds events */
 	bool ready;           /* readyfd is signalled */
 	bool forked;          /* set in a child after fork: close only */
-	bool flush;           /* process(): end every hold now (notifyx_rm_watch) */
 	pid_t pid;
 	uint32_t flags;
 	uint32_t queue_max;
-	uint32_t poll_interval_ms;
-	int32_t signal;
 	const struct nx_backend *ops;
 	void *bdata;
 	struct nx_queue queue;

@@ -38,6 +38,21 @@ hits=$(for h in $backend_headers; do
 done)
 rule "libnotifyx/ includes no header of backends/ (HACKING: libnotifyx/)" "$hits"
 
+# 2b. Nor does it name one, even in a comment: not a backend's table, id or
+# name, nor the kernel interface it is built on (its functions, headers and
+# constants; poll is also poll(2), so only its table, id and name count).
+# backends/registry.c is the one place that lists them.
+names=$(echo $backends | tr ' ' '|')
+upper=$(echo "$names" | tr '[:lower:]' '[:upper:]')
+kernel=$(echo $backends | tr ' ' '\n' | grep -v -x poll | tr '\n' '|' | sed 's/|$//')
+hits=$([ -z "$names" ] || {
+	grep -n -w -E "nx_backend_($names)|NOTIFYX_BACKEND_($upper)" libnotifyx/*.c libnotifyx/*.h
+	grep -n -E "\"($names)\"" libnotifyx/*.c libnotifyx/*.h
+	[ -z "$kernel" ] || grep -n -i -w -E "($kernel)[a-z0-9_]*" libnotifyx/*.c libnotifyx/*.h
+	grep -n -w -E "(IN|FAN|DN)_[A-Z0-9_]+" libnotifyx/*.c libnotifyx/*.h
+} | sort -t: -k1,1 -k2,2n -u)
+rule "libnotifyx/ names no backend: backends/registry.c lists them (HACKING: libnotifyx/)" "$hits"
+
 # 3. A backend does not include another backend's header, and the shared
 # pieces include no backend's header.
 hits=$(for f in backends/*.c backends/*.h; do

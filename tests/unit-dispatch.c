@@ -38,12 +38,12 @@ static void spy_rm_watch(struct notifyx *nx, struct nx_watch *w)
 	real_ops->rm_watch(nx, w);
 }
 
-static int spy_process(struct notifyx *nx)
+static int spy_process(struct notifyx *nx, unsigned flags)
 {
 	int ret;
 
 	inside = true;
-	ret = real_ops->process(nx);
+	ret = real_ops->process(nx, flags);
 	inside = false;
 	return ret;
 }

@@ -156,9 +156,7 @@ static void repair(struct fix *f)
 	assert_non_null(w);
 	assert_non_null(f->nx->ops->repair);
 	/* As the core does: what was read goes out first, holds ended. */
-	f->nx->flush = true;
-	assert_int_equal(f->nx->ops->process(f->nx), 0);
-	f->nx->flush = false;
+	assert_int_equal(f->nx->ops->process(f->nx, NX_PROCESS_FLUSH), 0);
 	/* It lists the tree (for the core's model): dropped here. */
 	w->staging = true;
 	w->flags |= NOTIFYX_WATCH_LIST;
