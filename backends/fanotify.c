@@ -67,6 +67,8 @@
 #endif
 
 #define READ_BUF (64 * 1024)
+/* Reads of READ_BUF one process() makes at most when no event is queued. */
+#define PROCESS_ROUNDS 64
 /* What the read buffer can hold when the kernel queue is read ahead (see
  * read_ahead): reserved, not used, until then. */
 #define READ_AHEAD_MAX (32 * 1024 * 1024)
@@ -2379,7 +2381,7 @@ static int fan_process(struct notifyx *nx, unsigned flags)
 	bool dry = false;
 
 	check_mounts(nx);
-	for (;;) {
+	for (unsigned rounds = 1;; rounds++) {
 		ssize_t n = fan_read(fa, READ_BUF);
 		if (n < 0) {
 			ret = -1;
@@ -2393,7 +2395,12 @@ static int fan_process(struct notifyx *nx, unsigned flags)
 			break;
 		}
 		handle_records(nx);
-		if (nx->queue.count && !fa->len)
+		/* A filesystem mark hears the whole filesystem: one busier than
+		 * the library can follow would keep a read that finds nothing
+		 * for its watches going for ever.  The descriptor stays
+		 * readable; the next call goes on (API.md: an event loop never
+		 * hangs in notifyx_read). */
+		if ((nx->queue.count || rounds >= PROCESS_ROUNDS) && !fa->len)
 			break;
 	}
 	/* Nothing stays open between calls (an open directory would keep its
