@@ -53,12 +53,15 @@ hits=$([ -z "$names" ] || {
 } | sort -t: -k1,1 -k2,2n -u)
 rule "libnotifyx/ names no backend: backends/registry.c lists them (HACKING: libnotifyx/)" "$hits"
 
-# 3. A backend does not include another backend's header, and the shared
-# pieces include no backend's header.
+# 3. A backend does not include another backend's headers (NAME.h, and
+# NAME-int.h, the private header of a backend cut into several files), and
+# the shared pieces include none.  A backend's files are named after it:
+# they begin with the first three letters of its name (inotify.c, inotree.c).
 hits=$(for f in backends/*.c backends/*.h; do
-	self=$(basename "$f"); self=${self%.*}
+	self=$(basename "$f")
 	for b in $backends; do
-		[ "$b" = "$self" ] || quoted "$f" | grep -E ":(.*/)?$b\\.h\$"
+		case $self in "$(echo "$b" | cut -c1-3)"*) continue ;; esac
+		quoted "$f" | grep -E ":(.*/)?$b(-int)?\\.h\$"
 	done
 done)
 rule "backends/: no file includes another backend's header (HACKING: backends/)" "$hits"

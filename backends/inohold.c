@@ -1,0 +1,558 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The inotify backend: reading the kernel queue, the hold of first halves
+ * of moves, and process() (see inotify.c). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "inotify-int.h"
+#include "scan.h"
+#include "treepath.h"
+
+/* ---- the hold ----
+ *
+ * A record that needs a later one (the second half of a move, or the
+ * departure of an exchange with a place outside the watches) waits for it:
+ * at most NX_HOLD_NS from the moment it was read, and no longer once
+ * HOLD_DISTANCE later records have been read.  Records read together wait
+ * together, so N lone moves cost one wait, not N.  Each pass over buf starts
+ * from its first record; a record that waits "blocks" the watches it
+ * concerns for the rest of the pass, so that their later records wait
+ * behind it (never overtaking it), while those of other watches go on. */
+
+/* The bytes up to in->len were just read. */
+void ino_note_read(struct ino *in)
+{
+	size_t max = sizeof(in->reads) / sizeof(in->reads[0]);
+
+	if (in->nreads && in->reads[in->nreads - 1].end >= in->len)
+		return;
+	if (in->nreads == max)
+		in->reads[max - 1].end = in->len;
+	else
+		in->reads[in->nreads++] = (struct read_mark){ in->len, nx_now_ns() };
+}
+
+static uint64_t read_at(const struct ino *in, size_t pos)
+{
+	for (size_t i = 0; i < in->nreads; i++)
+		if (pos < in->reads[i].end)
+			return in->reads[i].ns;
+	return nx_now_ns();
+}
+
+/* The first used bytes of buf were handled: they leave it. */
+static void drop_front(struct ino *in, size_t used)
+{
+	size_t j = 0;
+
+	memmove(in->buf, in->buf + used, in->len - used);
+	in->len -= used;
+	for (size_t i = 0; i < in->nreads; i++) {
+		if (in->reads[i].end > used) {
+			in->reads[j] = in->reads[i];
+			in->reads[j++].end -= used;
+		}
+	}
+	in->nreads = j;
+	in->sync_end = in->sync_end > used ? in->sync_end - used : 0;
+	if (!in->sync_end)
+		in->nsync_kwd = 0;
+}
+
+static bool has_kwd(const int *v, size_t n, int kwd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == kwd)
+			return true;
+	return false;
+}
+
+/* The record at pos needs a later one that is not in buf: true while it
+ * may still come (read on, or wait), false when it is time to go on
+ * without it.  drained: the kernel had nothing more to give. */
+static bool held(struct notifyx *nx, size_t pos, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
+	struct inotify_event ev;
+	int later = -1; /* the records read after it */
+	struct inrec r;
+	bool synced = drained && pos < in->sync_end;
+
+	if (!nx_inotify_decode(in->buf, in->len, pos, &r))
+		return false;
+	for (size_t p = pos; later < HOLD_DISTANCE && ino_peek(in, p, &ev); p += sizeof(ev) + ev.len)
+		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
+			return false; /* made under the lock the move held: see sync_holds */
+	if (in->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
+	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
+		return false;
+	if (!in->holding || until < in->hold_until)
+		in->hold_until = until;
+	in->holding = true;
+	if (!(r.mask & IN_MOVED_FROM) || r.name_len > NAME_MAX)
+		return true;
+	size_t i = 0;
+	while (i < in->nheld_kwd && in->held_kwd[i] != r.wd)
+		i++;
+	if (i == sizeof(in->held_kwd) / sizeof(in->held_kwd[0]))
+		return true; /* not synced: ends by time or distance */
+	in->nheld_kwd += i == in->nheld_kwd;
+	in->held_kwd[i] = r.wd;
+	memcpy(in->held_name[i], r.name, r.name_len);
+	in->held_name[i][r.name_len] = '\0';
+	return true;
+}
+
+/*
+ * Ends the holds of MOVED_FROMs early where it can tell.  A rename queues
+ * both of its halves while it holds the lock of the directory it moves from,
+ * and every change of that directory's entries takes the same lock: so of the
+ * MOVED_FROMs of one directory only the last can still wait for its second
+ * half (a later change of that directory's entries in the stream shows it
+ * has not), and only while that lock is held.  Looking up its old name takes the
+ * lock (d_move() left no entry of that name in the dentry cache, and none can
+ * appear while the lock is held); once that lookup returned, what the rename
+ * queued is in the kernel queue, and a second half that the next read does
+ * not find will not come.  (An exchange leaves the old name in the cache at
+ * once: one split by the read exactly between its halves ends as at a
+ * timeout, as two lone halves.)  Returns false when no directory could be
+ * reached (the holds then end by time or distance only).
+ */
+static bool sync_holds(struct notifyx *nx)
+{
+	struct ino *in = ino_of(nx);
+	struct stat st;
+
+	in->nsync_kwd = 0;
+	for (size_t i = 0; i < in->nheld_kwd; i++) {
+		struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)in->held_kwd[i]);
+		struct nx_node *n = kw ? kw->subs : NULL;
+		int pfd;
+
+		while (n && n->dead)
+			n = n->knext;
+		if (!n || (pfd = ino_open_node(nx, n)) < 0)
+			continue;
+		/* ENOENT is the usual answer: either answer comes from the lookup. */
+		bool looked = fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+			      errno == ENOENT;
+		close(pfd);
+		if (looked)
+			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
+	}
+	in->sync_end = in->nsync_kwd ? in->len : 0;
+	return in->nsync_kwd > 0;
+}
+
+static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
+{
+	for (size_t i = 0; i < in->nblocked; i++)
+		if (in->blocked[i] == w)
+			return true;
+	return false;
+}
+
+static bool kwatch_blocked(const struct ino *in, const struct kwatch *kw)
+{
+	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext)
+		if (!s->dead && watch_blocked(in, s->watch))
+			return true;
+	return false;
+}
+
+static void block_kwatch(struct ino *in, const struct kwatch *kw)
+{
+	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
+		if (s->dead || watch_blocked(in, s->watch))
+			continue;
+		if (in->nblocked == in->blocked_cap) {
+			size_t cap = in->blocked_cap ? in->blocked_cap * 2 : 8;
+			struct nx_watch **v = realloc(in->blocked, cap * sizeof(*v));
+			if (!v) { /* no room to tell the watches apart: all wait */
+				in->block_all = true;
+				return;
+			}
+			in->blocked = v;
+			in->blocked_cap = cap;
+		}
+		in->blocked[in->nblocked++] = s->watch;
+	}
+}
+
+/* Must the record at pos wait behind one that waits? */
+static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+	size_t tpos;
+
+	if (!in->nblocked && !in->nwait_cookie && !in->block_all)
+		return false;
+	if (in->block_all || (r->mask & IN_Q_OVERFLOW))
+		return true;
+	for (size_t i = 0; i < in->nwait_cookie && (r->mask & IN_MOVED_TO); i++)
+		if (in->wait_cookie[i] == r->cookie)
+			return true; /* its first half waits */
+	if (kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)r->wd)))
+		return true;
+	/* A pair is reported in place of its first half: where the second
+	 * half's watches wait, the whole move waits. */
+	return (r->mask & IN_MOVED_FROM) &&
+	       (tpos = ino_find_moved_to(in, pos + r->size, r, &to)) &&
+	       kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
+}
+
+/* The record at pos waits: so do the later records of its watches. */
+static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+
+	if (r->mask & IN_Q_OVERFLOW)
+		in->block_all = true;
+	block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)r->wd));
+	if (!(r->mask & IN_MOVED_FROM))
+		return;
+	if (in->nwait_cookie == sizeof(in->wait_cookie) / sizeof(in->wait_cookie[0]))
+		in->block_all = true;
+	else
+		in->wait_cookie[in->nwait_cookie++] = r->cookie;
+	if (ino_find_moved_to(in, pos + r->size, r, &to))
+		block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
+}
+
+/* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
+ * of the stream. */
+static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec to;
+	size_t tpos = ino_find_moved_to(in, pos + r->size, r, &to);
+	struct move m = {
+		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
+		.fname = r->name, .flen = r->name_len,
+		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
+	};
+
+	if (!tpos) {
+		if (held(nx, pos, drained))
+			return false;
+		ino_do_move(nx, &m); /* its pair is not coming: a move out */
+		return true;
+	}
+	bool incomplete = false, to_isdir = false;
+	uint32_t rcookie = 0;
+	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
+	m.tname = to.name;
+	m.tlen = to.name_len;
+	if (!ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
+		if (incomplete && !drained)
+			return false; /* read on: the reverse pair may follow */
+		ino_consume(in, tpos);
+		ino_do_move(nx, &m);
+		return true;
+	}
+	ino_consume(in, tpos);
+	if (ino_within_watches(nx, m.from, m.to)) {
+		m.exchange = true;
+		m.to_isdir = to_isdir;
+		ino_do_move(nx, &m);
+		return true;
+	}
+	/* An exchange that some watch sees one side of: there it is a
+	 * departure and an arrival at one name, the departure first. */
+	struct move rev = {
+		.from = m.to, .to = m.from, .fname = m.tname, .flen = m.tlen,
+		.tname = m.fname, .tlen = m.flen, .isdir = to_isdir, .cookie = rcookie,
+	};
+	m.only = rev.only = ONLY_DEPARTURES;
+	ino_do_move(nx, &m);
+	ino_do_move(nx, &rev);
+	m.only = rev.only = ONLY_ARRIVALS;
+	ino_do_move(nx, &m);
+	ino_do_move(nx, &rev);
+	return true;
+}
+
+/*
+ * Was entry r->name of r's directory there just before the record at pos?
+ * The next record read that changes that name tells (a departure: it was;
+ * an arrival: it was not); only when none does, the state now.  The state
+ * alone would answer for a later moment, after changes whose records are
+ * read but not handled yet.
+ */
+static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, const struct inrec *f)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	struct inrec n;
+	size_t at = pos;
+	int state;
+
+	/* Two directories: the kernel queues the IN_MOVE_SELF of the one that
+	 * left right after its MOVED_FROM (one fsnotify_move()).  When that
+	 * is the directory the table has at the name, it was exchanged. */
+	for (; (r->mask & IN_ISDIR) && nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
+		if (!n.mask)
+			continue;
+		const struct kwatch *sk = (n.mask & IN_MOVE_SELF) ?
+			nx_map_get(&in->kwatches, (uint64_t)n.wd) : NULL;
+		for (const struct nx_node *s = sk ? sk->subs : NULL; s; s = s->knext)
+			if (!s->dead && s->parent && s->parent->kref == kw && s->name_len == r->name_len &&
+			    !memcmp(s->name, r->name, r->name_len))
+				return true;
+		break;
+	}
+	if (kw && (state = ino_there_at(nx, kw, r->name, r->name_len, at)) >= 0)
+		return state;
+	/* The directory moved since (events not read yet): the two halves of
+	 * an exchange take consecutive cookies, two renames seldom do. */
+	return f->cookie == r->cookie + 1;
+}
+
+/*
+ * renameat2(outside, inside, RENAME_EXCHANGE) reaches a watched directory as
+ * the arrival (MOVED_TO name) followed by the departure (MOVED_FROM of the
+ * same name).  Applied in that order, the arrival would be undone; the
+ * departure must come first.  It is surely an exchange when the two entries
+ * differ in type; an entry moved in and moved on looks the same as an
+ * exchange of two of one type, and the state tells them apart: after an
+ * exchange the name is there (and when it went since, its DELETE follows).
+ * Sets *fpos to the departure, or 0;
+ * returns false when more of the stream must be read to tell.
+ */
+static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *to,
+			    bool drained, size_t *fpos, struct inrec *f)
+{
+	struct ino *in = ino_of(nx);
+	size_t at = pos;
+
+	*fpos = 0;
+	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
+		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
+			continue;
+		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
+		    !memcmp(f->name, to->name, f->name_len) &&
+		    (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)))
+			*fpos = pos;
+		return true;
+	}
+	/* The last record read: its departure may not be queued yet.  Wait
+	 * for it as for the second half of a move. */
+	return !held(nx, at, drained);
+}
+
+/* Processes the records in buf; returns the bytes that can leave it (the
+ * records before the first one that waits; those handled after it are
+ * consumed in place).  drained: the kernel had nothing more to give (or the
+ * buffer is full). */
+static size_t parse(struct notifyx *nx, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec r;
+	size_t pos = 0, keep = SIZE_MAX;
+
+	in->holding = in->block_all = false;
+	in->nblocked = in->nwait_cookie = in->nheld_kwd = 0;
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		bool done = true;
+		in->next = pos + r.size;
+		in->cur = in->stream - in->len + pos;
+		if (!r.mask) {
+			continue; /* consumed */
+		} else if (must_wait(nx, pos, &r)) {
+			done = false;
+		} else if (r.mask & IN_Q_OVERFLOW) {
+			/* Every watch, even one repaired after it (stale()): the
+			 * kernel queue may have stayed full, losing more, after
+			 * the repair read its tree. */
+			nx_lost_all(nx);
+		} else if (r.mask & IN_MOVED_FROM) {
+			done = moved_from(nx, pos, &r, drained);
+		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
+			size_t fpos;
+			struct inrec f;
+			/* fpos: an exchange with a place outside the watches */
+			done = departure_first(nx, pos, &r, drained, &fpos, &f) &&
+			       (!fpos || moved_from(nx, fpos, &f, drained));
+			if (done) {
+				if (fpos)
+					ino_consume(in, fpos);
+				struct move m = {
+					.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
+					.tname = r.name, .tlen = r.name_len,
+					.isdir = r.mask & IN_ISDIR,
+				};
+				ino_do_move(nx, &m);
+			}
+		} else {
+			ino_plain_event(nx, &r);
+		}
+		if (!done) {
+			wait_behind(nx, pos, &r);
+			if (keep == SIZE_MAX)
+				keep = pos;
+		} else if (keep != SIZE_MAX) {
+			ino_consume(in, pos);
+		}
+		/* A directory deferred is watched (and listed) as soon as no
+		 * later record read changes its name: its contents come before
+		 * the later events of its watch, not after them. */
+		if (done && in->ndeferred && (r.mask & DIR_CHANGES))
+			ino_retry_deferred(nx, false);
+	}
+	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
+	return keep < pos ? keep : pos;
+}
+
+/* Roots that a repair found gone (see ino_check_root). */
+static void recheck_roots(struct notifyx *nx)
+{
+	struct nx_watch *w;
+	size_t pos = 0;
+
+	ino_of(nx)->recheck = false;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
+		ino_check_root(nx, w);
+}
+
+static int arm_hold_timer(struct ino *in)
+{
+	uint64_t now = nx_now_ns();
+	uint64_t left = in->hold_until > now ? in->hold_until - now : 1;
+	struct itimerspec its = { .it_value = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) } };
+
+	in->timer_armed = timerfd_settime(in->timerfd, 0, &its, NULL) == 0;
+	return in->timer_armed ? 0 : -1;
+}
+
+int ino_process(struct notifyx *nx, unsigned flags)
+{
+	struct ino *in = ino_of(nx);
+	uint64_t expirations;
+	int ret = 0, err = 0;
+	bool dry = false, wake = false;
+	int syncs = 0, retries = 0;
+
+	in->flush = flags & NX_PROCESS_FLUSH;
+	/* Reset the timer's readiness once it has fired. */
+	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
+		in->timer_armed = false;
+	for (;;) {
+		ssize_t n = 0;
+		bool drained;
+
+		if (in->len < sizeof(in->buf)) {
+			n = read(in->fd, in->buf + in->len, sizeof(in->buf) - in->len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno != EAGAIN && errno != EINVAL) {
+				ret = -1;
+				err = errno;
+				break;
+			}
+		}
+		/* EINVAL: the next record does not fit in what is left of the buffer. */
+		drained = n <= 0;
+		if (n > 0) {
+			in->len += (size_t)n;
+			in->stream += (uint64_t)n;
+			ino_note_read(in);
+		}
+		drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
+		/* A few rounds: a move made meanwhile may be held in its turn. */
+		if (drained && in->holding && !in->fed && syncs++ < 4 && sync_holds(nx))
+			continue; /* read what the sync let in, then parse again */
+		/* Everything read is handled: the directories deferred are
+		 * watched now, unless what they read meanwhile (ino_read_more())
+		 * changes their names again; that is handled first. */
+		if (drained && !in->len && !in->holding && in->ndeferred && !(wake = retries++ == 4)) {
+			ino_retry_deferred(nx, true);
+			if (in->len)
+				continue;
+		}
+		if (drained) {
+			dry = !in->len;
+			break;
+		}
+		/* Events are ready: the application reads them before more of
+		 * the kernel queue is read (what is held waits in buf). */
+		if (nx->queue.count && (!in->len || in->holding))
+			break;
+	}
+	if (in->holding && arm_hold_timer(in) < 0) {
+		/* Nothing would end the holds: end them now. */
+		in->no_wait = true;
+		drop_front(in, parse(nx, true));
+		in->no_wait = false;
+	} else if (!in->holding && wake && dry) {
+		/* Directories are still deferred, as changes to their names
+		 * went on: the application comes back for them at once. */
+		in->hold_until = nx_now_ns();
+		arm_hold_timer(in);
+	} else if (!in->holding && in->timer_armed) {
+		/* The holds ended sooner: no spurious wakeup later. */
+		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+		in->timer_armed = timerfd_settime(in->timerfd, 0, &off, NULL) < 0;
+	}
+	if (dry && !in->holding)
+		ino_dry_point(nx);
+	if (dry)
+		ino_check_mounts(nx);
+	if (dry && in->recheck)
+		recheck_roots(nx);
+	in->flush = false;
+	errno = err;
+	return ret;
+}
+
+int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drained)
+{
+	struct ino *in = ino_of(nx);
+
+	if (!len)
+		data = "";
+	if (len > sizeof(in->buf) - in->len) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	memcpy(in->buf + in->len, data, len);
+	in->len += len;
+	in->stream += len;
+	in->fed = true;
+	ino_note_read(in);
+	drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
+	if (drained && !in->holding && !in->len) {
+		if (in->ndeferred)
+			ino_retry_deferred(nx, true);
+		ino_dry_point(nx);
+	}
+	return 0;
+}
+
+int nx_inotify_kwd(const struct notifyx *nx, int i)
+{
+	struct kwatch *kw;
+	size_t pos = 0;
+
+	while (nx_map_next(&ino_of(nx)->kwatches, &pos, NULL, (void **)&kw))
+		if (kw->subs && i-- == 0)
+			return kw->kwd;
+	return -1;
+}
+

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The inotify backend: moves, paired by cookie (see inotify.c). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "inotify-int.h"
+#include "scan.h"
+#include "treepath.h"
+
+/* ---- moves ---- */
+
+
+
+static bool same_watch(const struct nx_node *a, const struct nx_node *b)
+{
+	return a->watch == b->watch;
+}
+
+static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
+		    bool theirs, bool unseen)
+{
+	(void)theirs;
+	ino_add_subdir(r->nx, n, name, len, !unseen || (n->watch->flags & NOTIFYX_WATCH_LIST));
+}
+
+static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct ino *in = ino_of(nx);
+	struct nx_kt_rename r = {
+		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
+		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
+		.exchange = m->exchange, .scratch = { in->path[0], in->path[1] },
+		.arrived = arrived, .bury = ino_bury, .nx = nx,
+	};
+
+	ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+	nx_kt_rename(&r);
+}
+
+/*
+ * A directory arrives (a lone MOVED_TO) where the table has a node already.
+ * Either the arrival replaced that directory, or the node is the arriving
+ * directory itself: a listing made while it was being moved in found it
+ * there (and listed it; it is not listed again).  Its own kernel watch tells:
+ * one added after the MOVED_TO was queued is on what arrived, and the kernel
+ * queues the IN_MOVE_SELF of a moved directory right after the MOVED_TO.
+ */
+static bool arrived_known(const struct ino *in, const struct nx_node *n)
+{
+	const struct kwatch *kw = n->kref;
+	struct inrec r;
+
+	if (kw && kw->born > in->cur)
+		return true;
+	for (size_t pos = in->next; kw && nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if (r.mask & (IN_MOVED_FROM | IN_MOVED_TO))
+			break; /* the next move: its MOVE_SELF would be another's */
+		if (r.wd == kw->kwd && !r.name_len && (r.mask & IN_MOVE_SELF))
+			return true;
+	}
+	return false;
+}
+
+void ino_do_move(struct notifyx *nx, const struct move *m)
+{
+	struct ino *in = ino_of(nx);
+	size_t nf = ino_subscribers(nx, m->from, 0), nt = ino_subscribers(nx, m->to, 1);
+	struct nx_node **from = in->vec[0], **to = in->vec[1];
+
+	for (size_t i = 0; i < nf && m->only != ONLY_ARRIVALS; i++) {
+		struct nx_node *a = from[i], *b = NULL;
+		if (a->dead)
+			continue;
+		for (size_t j = 0; j < nt && !b; j++)
+			if (!to[j]->dead && same_watch(a, to[j]))
+				b = to[j];
+		if (b) {
+			rename_in_watch(nx, a, b, m);
+			continue;
+		}
+		size_t len = ino_entry_path(in, a, m->fname, m->flen, 0);
+		if (len == SIZE_MAX) {
+			ino_too_long(nx, a);
+			continue;
+		}
+		ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
+		if (m->isdir)
+			ino_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+	}
+	for (size_t j = 0; j < nt && m->only != ONLY_DEPARTURES; j++) {
+		struct nx_node *b = to[j];
+		bool paired = false;
+		if (b->dead)
+			continue;
+		for (size_t i = 0; i < nf && !paired; i++)
+			paired = same_watch(from[i], b);
+		if (paired)
+			continue;
+		size_t len = ino_entry_path(in, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX) {
+			ino_too_long(nx, b);
+			continue;
+		}
+		struct nx_watch *w = b->watch;
+		struct nx_node *old = m->isdir ? nx_node_find(&nx->paths, b, m->tname, m->tlen) : NULL;
+		bool known = old && arrived_known(in, old);
+		if (old && !known)
+			ino_bury(nx, old); /* replaced */
+		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nf ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
+		if (m->isdir && !known && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
+			ino_add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
+	}
+}
+
+/* Marks the record at pos as consumed (its pair was handled earlier). */
+void ino_consume(struct ino *in, size_t pos)
+{
+	struct inotify_event ev;
+
+	memcpy(&ev, in->buf + pos, sizeof(ev));
+	ev.mask = 0;
+	memcpy(in->buf + pos, &ev, sizeof(ev));
+}
+
+/* The header of the record at pos, when the whole record is in buf. */
+bool ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev)
+{
+	if (in->len - pos < sizeof(*ev))
+		return false;
+	memcpy(ev, in->buf + pos, sizeof(*ev));
+	return ev->len <= in->len - pos - sizeof(*ev);
+}
+
+/* Finds the MOVED_TO of the MOVED_FROM from among the HOLD_DISTANCE records
+ * after pos (the record after from); 0 when not there.  It comes before any
+ * later change of from's directory (see sync_holds): the search ends there. */
+size_t ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+			    struct inrec *out)
+{
+	struct inotify_event ev;
+
+	for (int n = 0; n < HOLD_DISTANCE && ino_peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len) {
+		if ((ev.mask & IN_MOVED_TO) && ev.cookie == from->cookie)
+			return nx_inotify_decode(in->buf, in->len, pos, out) ? pos : 0;
+		if (ev.wd == from->wd && (ev.mask & DIR_CHANGES))
+			return 0;
+	}
+	return 0;
+}
+
+/* True when each watch that sees one half of a move sees the other: an
+ * exchange is reported as one event only then (see BUGS in notifyx(7)). */
+bool ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
+{
+	struct ino *in = ino_of(nx);
+	size_t na = ino_subscribers(nx, a, 0), nb = ino_subscribers(nx, b, 1);
+
+	for (size_t i = 0; i < na + nb; i++) {
+		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
+		struct nx_node **other = i < na ? in->vec[1] : in->vec[0];
+		size_t nother = i < na ? nb : na, j;
+		for (j = 0; j < nother && !same_watch(x, other[j]); j++)
+			;
+		if (j == nother)
+			return false;
+	}
+	return true;
+}
+
+/* Does some watch subscribed to kw exclude its entry name? */
+static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	struct ino *in = ino_of(nx);
+
+	for (struct nx_node *s = kw->subs; s; s = s->knext) {
+		size_t plen = s->watch->nexclude ? ino_entry_path(in, s, name, len, 1) : SIZE_MAX;
+		if (plen != SIZE_MAX && nx_excluded(nx, s->watch, in->path[1], in->path[1] + plen - len))
+			return true;
+	}
+	return false;
+}
+
+/* Is there an entry name in the directory of kernel watch kw now?  1 or 0;
+ * -1 when that directory cannot be reached by its path now. */
+static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len)
+{
+	char buf[NAME_MAX + 1];
+	struct stat st;
+	int fd = -1, ret;
+
+	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
+		if (!s->dead)
+			fd = ino_open_node(nx, s);
+	if (fd < 0)
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	ret = fstatat(fd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return ret;
+}
+
+/* Two non-directories that swapped names reach inotify as a rename onto an
+ * existing name and a rename back, reported as two RENAMEs (API.md).  Where
+ * a watch sees only one of the names, the two readings differ for it (the
+ * name it sees stays, or goes): there the state decides, an exchange when
+ * the names seen exist now. */
+/* Whether name is in kw's directory once the records before pos are applied:
+ * told by the next record read that changes it (read on first: what
+ * the kernel queued since counts), else by the directory as it is now; -1
+ * when neither can tell (the directory moved, by events not read yet). */
+int ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
+		    size_t pos)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec n;
+
+	ino_read_more(in);
+	for (; nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
+		if (n.wd != kw->kwd || !(n.mask & DIR_CHANGES) || n.name_len != len ||
+		    memcmp(n.name, name, len))
+			continue;
+		if (!(n.mask & IN_MOVED_TO))
+			return (n.mask & (IN_DELETE | IN_MOVED_FROM)) != 0;
+		/* An arrival: onto the name when it is the first half of an
+		 * exchange (the departure of that name follows, with the next
+		 * cookie), else the name was free. */
+		struct inrec f = { 0 };
+		for (pos += n.size; nx_inotify_decode(in->buf, in->len, pos, &f); pos += f.size)
+			if (f.mask && !(f.mask & IN_MOVE_SELF))
+				break;
+		return pos < in->len && (f.mask & IN_MOVED_FROM) && f.wd == n.wd &&
+		       f.cookie == n.cookie + 1 && f.name_len == len && !memcmp(f.name, name, len);
+	}
+	return entry_state(nx, kw, name, len);
+}
+
+/* The pair (from, to) and its reverse pair rev (second half at after - its
+ * size) between two files: an exchange, or a rename onto an existing name
+ * and one back?  Both names are there after an exchange. */
+static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const struct inrec *to,
+			    const struct inrec *rev, size_t after)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
+	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
+	int sa, sb;
+
+	if (!a || !b)
+		return false;
+	bool ha = hides(nx, a, from->name, from->name_len);
+	bool hb = hides(nx, b, to->name, to->name_len);
+	if (!ha && !hb && ino_within_watches(nx, a, b))
+		return false;
+	/* A hidden name may have gone since without an event: only the names
+	 * seen count. */
+	sa = ha ? 1 : ino_there_at(nx, a, from->name, from->name_len, after);
+	sb = hb ? 1 : ino_there_at(nx, b, to->name, to->name_len, after);
+	if (sa < 0 || sb < 0) /* the two renames of an exchange take consecutive cookies */
+		return sa && sb && rev->cookie == from->cookie + 1;
+	return sa && sb;
+}
+
+/* After the pair (from, to) of an exchange, the kernel queues the reverse
+ * pair; MOVE_SELF records of the moved entries may come between. */
+size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
+			    const struct inrec *to, bool *incomplete, bool *to_isdir,
+			    uint32_t *cookie)
+{
+	struct ino *in = ino_of(nx);
+	struct inrec r, t;
+
+	*incomplete = false;
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		if (r.mask == 0 || (!r.name_len && (r.mask & IN_MOVE_SELF)))
+			continue;
+		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
+		    memcmp(r.name, to->name, r.name_len))
+			return 0;
+		size_t tpos = ino_find_moved_to(in, pos + r.size, &r, &t);
+		if (!tpos) {
+			*incomplete = true;
+			return 0;
+		}
+		if (t.wd != from->wd || t.name_len != from->name_len || memcmp(t.name, from->name, t.name_len))
+			return 0;
+		/* Entries of different types can only have been exchanged, and a
+		 * directory replaced by a rename would have ended its own watch. */
+		if (!((r.mask ^ from->mask) & IN_ISDIR) && !(r.mask & IN_ISDIR) &&
+		    !files_exchanged(nx, from, to, &r, tpos + t.size))
+			return 0;
+		*to_isdir = r.mask & IN_ISDIR;
+		*cookie = r.cookie;
+		ino_consume(in, pos);
+		ino_consume(in, tpos);
+		return pos;
+	}
+	*incomplete = true;
+	return 0;
+}
+

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The inotify backend's own header: its state and what its files share
+ * (inotify.c, inotree.c, inomove.c, inohold.c).  No other file includes it.
+ */
+#ifndef NX_INOTIFY_INT_H
+#define NX_INOTIFY_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/inotify.h>
+#include <sys/types.h>
+
+#include "inotify.h"
+#include "ktree.h"
+#include "nx.h"
+
+#define READ_BUF (64 * 1024)
+/* A first half is given up once this many later records were read without
+ * its second half (GLib's rule); its second half is not looked for further. */
+#define HOLD_DISTANCE 128
+/* The changes of a directory's entries: each is queued while the directory's
+ * lock is held (see sync_holds). */
+#define DIR_CHANGES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+
+struct kwatch {
+	int kwd;
+	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
+	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
+	uint64_t born;        /* stream offset of the first record queued after it was added */
+	bool kept;            /* a repair may use it again: not released yet (see ino_repair) */
+};
+
+/* A watch's own state (its bdata). */
+struct iwatch {
+	/* Recursive: the root, O_PATH, held; or, when the root is the root of
+	 * a mount, its parent (so that the library does not keep that
+	 * filesystem busy) and rootname its name there.  Else -1. */
+	int rootfd;
+	char *rootname;
+	dev_t dev;              /* the root's */
+	ino_t ino;
+	uint64_t mnt_id;        /* the mount the root was reached through; 0: unknown */
+	bool isdir;
+	struct kwatch *guard;   /* recursive: the kernel watch of the root's parent */
+	struct nx_watch *gnext; /* next watch of guard->guards */
+	uint64_t since;         /* records before this stream offset are not its own (see stale()) */
+};
+
+/* When the bytes of buf up to end were read. */
+struct read_mark {
+	size_t end;
+	uint64_t ns;
+};
+
+/* A directory that is in the table but not watched yet (see add_subdir). */
+struct deferred {
+	struct nx_node *node;
+	bool report;
+	int tries;    /* times its parent could not be reached */
+};
+
+struct ino {
+	int fd;
+	int timerfd;
+	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
+	int mnt_check;        /* a private one, polled by process() itself */
+	bool proc_fd;         /* /proc/self/fd/N works for inotify_add_watch */
+	bool holding;         /* a record in buf waits for a later one (a hold) */
+	bool no_wait;         /* end every hold now (the timer cannot be armed) */
+	bool flush;           /* this process() ends every hold (NX_PROCESS_FLUSH) */
+	bool timer_armed;
+	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
+	bool block_all;       /* this pass: every later record waits */
+	bool repairing;       /* in ino_repair(): no watch ends (see check_root) */
+	bool recheck;         /* a repair found a root gone: check the roots when dry */
+	uint64_t hold_until;  /* the earliest end of the holds of the last pass */
+	/* This pass over buf: the watches whose later events wait behind a
+	 * record that waits, and the cookies of the MOVED_FROMs that wait. */
+	struct nx_watch **blocked;
+	size_t nblocked, blocked_cap;
+	uint32_t wait_cookie[64];
+	size_t nwait_cookie;
+	/* This pass: the kernel watches of the MOVED_FROMs held, and the name
+	 * of the last one of each (see sync_holds). */
+	int held_kwd[16];
+	char held_name[16][NAME_MAX + 1];
+	size_t nheld_kwd;
+	/* The last sync: what the records before sync_end in these kernel
+	 * watches wait for is in the kernel queue, or not coming. */
+	int sync_kwd[16];
+	size_t nsync_kwd, sync_end;
+	bool fed;             /* records came from nx_inotify_feed: never sync */
+	/* When the records in buf were read, oldest first (the last mark
+	 * grows when they are all taken: those records then end their holds
+	 * sooner, never later). */
+	struct read_mark reads[256];
+	size_t nreads;
+	size_t len;           /* bytes in buf not processed yet */
+	size_t next;          /* where the records after the one being handled start */
+	uint64_t stream;      /* bytes read from fd so far */
+	uint64_t cur;         /* stream offset of the record being handled */
+	struct nx_node *conflict; /* attach(): the node that has the directory already */
+	struct nx_map kwatches; /* kernel wd -> struct kwatch */
+	/* Events already reported or caused by the library itself:
+	 * hash(kwatch or node, name, kind) -> count. */
+	struct nx_map suppress[2]; /* [0]: this generation, [1]: the one before */
+	struct nx_map mounts;      /* node where a mount begins inside a tree -> its mount id */
+	struct nx_node *graveyard[2]; /* unlinked subtrees, of these generations */
+	uint64_t generation_start;
+	struct nx_node **vec[2];   /* scratch lists of subscribers */
+	size_t vec_cap[2];
+	struct deferred *deferred;
+	size_t ndeferred, deferred_cap;
+	/* [0], [1]: event paths; [2]: a walk's relative path; [3]: open_node() */
+	char path[4][PATH_MAX];
+	_Alignas(8) char buf[READ_BUF];
+};
+
+static inline struct ino *ino_of(const struct notifyx *nx)
+{
+	return nx->bdata;
+}
+
+static inline struct iwatch *iw_of(const struct nx_watch *w)
+{
+	return w->bdata;
+}
+
+enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };
+
+struct move {
+	const struct kwatch *from, *to;
+	const char *fname, *tname;
+	size_t flen, tlen;
+	bool isdir, exchange;
+	bool to_isdir; /* exchange: the type of the entry that was at tname */
+	uint32_t cookie;
+	int only;      /* 0: the whole move; ONLY_DEPARTURES or ONLY_ARRIVALS of it */
+};
+
+enum { ONLY_DEPARTURES = 1, ONLY_ARRIVALS };
+
+/* ---- inotree.c: kernel watches, held roots, suppression, walking new directories ---- */
+
+void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+	bool report);
+int ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra);
+void ino_bury(struct notifyx *nx, struct nx_node *n);
+bool ino_check_root(struct notifyx *nx, struct nx_watch *w);
+void ino_detach(struct ino *in, struct nx_node *n);
+void ino_dry_point(struct notifyx *nx);
+size_t ino_entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+	int i);
+int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add);
+void ino_hold_mount_parent(struct ino *in, struct iwatch *iw);
+void ino_kwatch_release(struct ino *in, struct kwatch *kw);
+int ino_open_node(struct notifyx *nx, struct nx_node *n);
+bool ino_read_more(struct ino *in);
+void ino_retry_deferred(struct notifyx *nx, bool final);
+bool ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind);
+void ino_too_long(struct notifyx *nx, struct nx_node *n);
+void ino_unguard(struct ino *in, struct nx_watch *w);
+int ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+	size_t rel_len, bool report, bool fatal);
+
+/* ---- inomove.c: moves ---- */
+
+void ino_consume(struct ino *in, size_t pos);
+void ino_do_move(struct notifyx *nx, const struct move *m);
+size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
+	const struct inrec *to, bool *incomplete, bool *to_isdir, uint32_t *cookie);
+size_t ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+	struct inrec *out);
+bool ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev);
+int ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
+	size_t pos);
+bool ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b);
+
+/* ---- inohold.c: reading the kernel queue, the hold, process() ---- */
+
+int ino_process(struct notifyx *nx, unsigned flags);
+void ino_note_read(struct ino *in);
+
+/* ---- inotify.c: masks, dispatching, the backend operations ---- */
+
+void ino_check_mounts(struct notifyx *nx);
+void ino_plain_event(struct notifyx *nx, const struct inrec *r);
+size_t ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i);
+uint32_t ino_node_mask(const struct nx_node *n);
+
+#endif
