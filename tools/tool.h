@@ -148,4 +148,8 @@ int changes_setenv(const struct changes *c);
 /* notifyx run (run.c): 0, 1, 2 as documented in notifyx(1). */
 int tool_run(int argc, char **argv);
 
+/* notifyx_add_watch with a progress line on stderr while it runs (a
+ * terminal on stderr only; tools/progress.c). */
+int add_watch_progress(struct notifyx *nx, const char *path, uint32_t events, uint32_t flags);
+
 #endif
