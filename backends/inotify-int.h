@@ -29,9 +29,7 @@ struct kwatch {
 	int kwd;
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
-	struct nx_watch *guards; /* watches whose root is in this directory (see guard()) */
 	uint64_t born;        /* stream offset of the first record queued after it was added */
-	bool kept;            /* a repair may use it again: not released yet (see ino_repair) */
 };
 
 /* A watch's own state (its bdata). */
@@ -46,7 +44,7 @@ struct iwatch {
 	uint64_t mnt_id;        /* the mount the root was reached through; 0: unknown */
 	bool isdir;
 	struct kwatch *guard;   /* recursive: the kernel watch of the root's parent */
-	struct nx_watch *gnext; /* next watch of guard->guards */
+	struct nx_watch *gnext; /* next watch of in->guards of guard's wd */
 	uint64_t since;         /* records before this stream offset are not its own (see stale()) */
 };
 
@@ -105,6 +103,10 @@ struct ino {
 	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
 	struct nx_map kwatches; /* kernel wd -> struct kwatch */
+	/* Kept apart from struct kwatch, which one directory of a recursive
+	 * watch costs (24 bytes: a 32-byte malloc chunk); few have these. */
+	struct nx_map guards;   /* wd -> the first watch whose root is in it (see guard()) */
+	struct nx_map kept;     /* wd -> 1: a repair may use it again (see ino_repair) */
 	/* Events already reported or caused by the library itself:
 	 * hash(kwatch or node, name, kind) -> count. */
 	struct nx_map suppress[2]; /* [0]: this generation, [1]: the one before */

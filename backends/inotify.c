@@ -313,8 +313,9 @@ void ino_plain_event(struct notifyx *nx, const struct inrec *r)
 		}
 		/* The parent of held roots went (they were moved out of it
 		 * first): guard them where they are now. */
-		while ((kw = nx_map_get(&in->kwatches, (uint64_t)r->wd)) && kw->guards)
-			ino_guard(nx, kw->guards, false);
+		struct nx_watch *w;
+		while ((w = nx_map_get(&in->guards, (uint64_t)r->wd)))
+			ino_guard(nx, w, false);
 		return;
 	}
 	count = ino_subscribers(nx, kw, 0);
@@ -332,8 +333,7 @@ void ino_plain_event(struct notifyx *nx, const struct inrec *r)
 	for (bool again = (r->mask & IN_DELETE) && (r->mask & IN_ISDIR); again;) {
 		struct nx_watch *w;
 		again = false;
-		kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
-		for (w = kw ? kw->guards : NULL; w && !(again = ino_check_root(nx, w));)
+		for (w = nx_map_get(&in->guards, (uint64_t)r->wd); w && !(again = ino_check_root(nx, w));)
 			w = iw_of(w)->gnext;
 	}
 }
@@ -410,6 +410,8 @@ static void ino_close(struct notifyx *nx)
 		free(kw);
 	}
 	nx_map_free(&in->kwatches);
+	nx_map_free(&in->guards);
+	nx_map_free(&in->kept);
 	nx_map_free(&in->mounts);
 	for (int i = 0; i < 2; i++) {
 		nx_map_free(&in->suppress[i]);
@@ -513,9 +515,9 @@ struct kept {
 	size_t n, cap;
 };
 
-static void keep(struct kept *k, struct kwatch *kw)
+static void keep(struct ino *in, struct kept *k, struct kwatch *kw)
 {
-	if (!kw || kw->kept)
+	if (!kw || nx_map_get(&in->kept, (uint64_t)kw->kwd))
 		return;
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? k->cap * 2 : 64;
@@ -525,13 +527,20 @@ static void keep(struct kept *k, struct kwatch *kw)
 		k->v = v;
 		k->cap = cap;
 	}
-	kw->kept = true;
-	k->v[k->n++] = kw;
+	if (nx_map_put(&in->kept, (uint64_t)kw->kwd, (void *)1) == 0)
+		k->v[k->n++] = kw;
 }
+
+struct keeping {
+	struct ino *in;
+	struct kept *k;
+};
 
 static void keep_node(void *ctx, struct nx_node *n)
 {
-	keep(ctx, n->kref);
+	struct keeping *kp = ctx;
+
+	keep(kp->in, kp->k, n->kref);
 }
 
 /*
@@ -559,8 +568,8 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 		return -1;
 	ioctl(in->fd, FIONREAD, &queued);
 	iw->since = in->stream + (uint64_t)queued;
-	nx_node_foreach(w->root, keep_node, &k);
-	keep(&k, iw->guard);
+	nx_node_foreach(w->root, keep_node, &(struct keeping){ in, &k });
+	keep(in, &k, iw->guard);
 	ino_bury(nx, w->root);
 	w->root = root;
 	/* Directories of the old table waiting to be watched go with it (the
@@ -576,7 +585,7 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	err = errno;
 	in->repairing = false;
 	for (size_t i = 0; i < k.n; i++) {
-		k.v[i]->kept = false;
+		nx_map_del(&in->kept, (uint64_t)k.v[i]->kwd);
 		ino_kwatch_release(in, k.v[i]);
 	}
 	free(k.v);

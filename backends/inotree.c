@@ -53,7 +53,8 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 /* The kernel watch goes when nothing uses it any more. */
 void ino_kwatch_release(struct ino *in, struct kwatch *kw)
 {
-	if (kw->subs || kw->guards || kw->kept)
+	if (kw->subs || nx_map_get(&in->guards, (uint64_t)kw->kwd) ||
+	    nx_map_get(&in->kept, (uint64_t)kw->kwd))
 		return;
 	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
 	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
@@ -139,10 +140,18 @@ void ino_unguard(struct ino *in, struct nx_watch *w)
 
 	if (!kw)
 		return;
-	for (struct nx_watch **pp = &kw->guards; *pp; pp = &iw_of(*pp)->gnext) {
-		if (*pp == w) {
-			*pp = iw->gnext;
-			break;
+	struct nx_watch *head = nx_map_get(&in->guards, (uint64_t)kw->kwd);
+	if (head == w) {
+		if (iw->gnext)
+			nx_map_put(&in->guards, (uint64_t)kw->kwd, iw->gnext); /* replaces: no allocation */
+		else
+			nx_map_del(&in->guards, (uint64_t)kw->kwd);
+	} else {
+		for (struct nx_watch *p = head; p; p = iw_of(p)->gnext) {
+			if (iw_of(p)->gnext == w) {
+				iw_of(p)->gnext = iw->gnext;
+				break;
+			}
 		}
 	}
 	iw->guard = NULL;
@@ -202,9 +211,14 @@ int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 	} else if (pst.st_dev != rst.st_dev || pst.st_ino != rst.st_ino) { /* "/" has no parent */
 		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", pfd);
 		if ((kw = kwatch_add(in, kpath, IN_DELETE | IN_ONLYDIR))) {
-			iw->guard = kw;
-			iw->gnext = kw->guards;
-			kw->guards = w;
+			iw->gnext = nx_map_get(&in->guards, (uint64_t)kw->kwd);
+			if (nx_map_put(&in->guards, (uint64_t)kw->kwd, w) == 0) {
+				iw->guard = kw;
+			} else {
+				err = ENOMEM;
+				iw->gnext = NULL;
+				ino_kwatch_release(in, kw);
+			}
 		} else {
 			err = errno;
 		}
