@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The inotify backend's own header: its state and what its files share
- * (inotify.c, inotree.c, inomove.c, inohold.c).  No other file includes it.
+ * (inotify.c, inotify-tree.c, inotify-move.c, inotify-hold.c).  No other file includes it.
  */
 #ifndef NX_INOTIFY_INT_H
 #define NX_INOTIFY_INT_H
@@ -146,7 +146,7 @@ struct move {
 
 enum { ONLY_DEPARTURES = 1, ONLY_ARRIVALS };
 
-/* ---- inotree.c: kernel watches, held roots, suppression, walking new directories ---- */
+/* ---- inotify-tree.c: kernel watches, held roots, suppression, walking new directories ---- */
 
 void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 	bool report);
@@ -169,7 +169,7 @@ void ino_unguard(struct ino *in, struct nx_watch *w);
 int ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
 	size_t rel_len, bool report, bool fatal);
 
-/* ---- inomove.c: moves ---- */
+/* ---- inotify-move.c: moves ---- */
 
 void ino_consume(struct ino *in, size_t pos);
 void ino_do_move(struct notifyx *nx, const struct move *m);
@@ -182,7 +182,7 @@ int ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, 
 	size_t pos);
 bool ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b);
 
-/* ---- inohold.c: reading the kernel queue, the hold, process() ---- */
+/* ---- inotify-hold.c: reading the kernel queue, the hold, process() ---- */
 
 int ino_process(struct notifyx *nx, unsigned flags);
 void ino_note_read(struct ino *in);

@@ -11,10 +11,10 @@
  * is watched first and listed second, so nothing created inside it is missed;
  * CREATEs the kernel also reports for entries the listing found are dropped
  * (the "suppress" table, kept for two generations of at least SUP_KEEP_NS;
- * inotree.c).
+ * inotify-tree.c).
  *
- * The two halves of a move are paired by cookie (inomove.c).  A MOVED_FROM
- * whose MOVED_TO is not there is held (inohold.c): for at most NX_HOLD_NS from
+ * The two halves of a move are paired by cookie (inotify-move.c).  A MOVED_FROM
+ * whose MOVED_TO is not there is held (inotify-hold.c): for at most NX_HOLD_NS from
  * the moment it was read (a timerfd in the handle's epoll set ends the
  * wait), and no longer once HOLD_DISTANCE later records have been read.
  * Only the events of the watches it concerns wait behind it.

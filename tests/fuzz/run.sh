@@ -50,8 +50,8 @@ CFLAGS_FUZZ="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined 
 INCLUDES="-I$B/gen -I$top/include -I$top/libnotifyx -I$top/backends -I$top/tools -I$top/tests -I$here"
 LIB_SRCS="$top/libnotifyx/handle.c $top/libnotifyx/queue.c $top/libnotifyx/paths.c \
 $top/libnotifyx/map.c $top/libnotifyx/names.c $top/backends/scan.c $top/backends/ktree.c \
-$top/backends/inotify.c $top/backends/inotree.c $top/backends/inomove.c \
-$top/backends/inohold.c $top/backends/treepath.c \
+$top/backends/inotify.c $top/backends/inotify-tree.c $top/backends/inotify-move.c \
+$top/backends/inotify-hold.c $top/backends/treepath.c \
 $top/backends/snapshot.c $top/backends/snapdiff.c $top/backends/scanner.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c \
 $top/backends/fanotify.c $top/backends/rescan.c $top/backends/registry.c"
 
