@@ -141,4 +141,63 @@ static inline struct fan *fan_of(const struct notifyx *nx)
 	return nx->bdata;
 }
 
+/* fanotify.c: identifiers, marks, walking directories */
+int nx_fan_fd_id(int fd, unsigned char *id, size_t *len);
+struct kobj *nx_fan_kobj_find(const struct fan *fa, const struct fanid *id);
+void nx_fan_drop_kobj(struct fan *fa, struct kobj *k);
+uint64_t nx_fan_mnt_of(int fd);
+int nx_fan_mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd);
+int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark);
+int nx_fan_open_node(struct notifyx *nx, struct nx_node *n);
+void nx_fan_unmark(struct notifyx *nx, const struct kobj *k, int fd);
+struct kobj *nx_fan_unsubscribe(struct nx_node *n);
+void nx_fan_detach(struct notifyx *nx, struct nx_node *n);
+void nx_fan_to_graveyard(struct notifyx *nx, struct nx_node *n);
+void nx_fan_bury(struct notifyx *nx, struct nx_node *n);
+bool nx_fan_sup_take(struct fan *fa, const void *node, const char *name, size_t len);
+size_t nx_fan_entry_path(struct fan *fa, const struct nx_node *n, const char *name, size_t nlen,
+			 int i);
+void nx_fan_too_long(struct notifyx *nx, struct nx_node *n);
+bool nx_fan_fs_mode(const struct nx_watch *w);
+int nx_fan_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+		size_t rel_len, bool report, bool fatal);
+void nx_fan_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+		       bool report, bool retry);
+void nx_fan_list_moved_in(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+			  const struct fanid *id, bool report);
+void nx_fan_dry_point(struct notifyx *nx);
+
+/* fanotify-fs.c: reading the kernel queue, filesystem marks */
+ssize_t nx_fan_read(struct fan *fa, size_t size);
+void nx_fan_consume(struct fan *fa, size_t pos);
+bool nx_fan_close_mount_fds(struct fan *fa);
+struct fsmark *nx_fan_fsmark_of(const struct fan *fa, const unsigned char *fsid);
+int nx_fan_open_id(int mfd, const unsigned char *id, size_t idlen);
+int nx_fan_open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
+		       size_t idlen);
+struct kobj *nx_fan_kobj_get(struct notifyx *nx, const struct fanid *id);
+void nx_fan_fs_unmark(struct notifyx *nx, struct fwatch *fw);
+int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd);
+struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, const char *name,
+				  size_t len, const struct fanid *id);
+
+/* fanotify-event.c: dispatching, held roots, reading */
+size_t nx_fan_subscribers(struct notifyx *nx, const struct kobj *k, int i);
+int nx_fan_hold_root(struct notifyx *nx, struct nx_watch *w, int fd);
+void nx_fan_guard_root(struct notifyx *nx, struct nx_watch *w);
+int nx_fan_process(struct notifyx *nx, unsigned flags);
+
+/* fanotify-move.c: moves, mounts */
+bool nx_fan_same_id(const struct fanid *a, const struct fanid *b);
+size_t nx_fan_next_rename(struct fan *fa, size_t pos, const struct fanrec *r);
+size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r);
+void nx_fan_check_mounts(struct notifyx *nx);
+
+/* fanotify-repair.c: the mark policy, setting up, repair */
+long nx_fan_default_inode_max(void);
+void nx_fan_free_fwatch(struct notifyx *nx, struct nx_watch *w);
+int nx_fan_add_watch(struct notifyx *nx, struct nx_watch *w);
+void nx_fan_rm_watch(struct notifyx *nx, struct nx_watch *w);
+int nx_fan_repair(struct notifyx *nx, struct nx_watch *w);
+
 #endif

@@ -52,7 +52,8 @@ LIB_SRCS="$top/libnotifyx/handle.c $top/libnotifyx/queue.c $top/libnotifyx/paths
 $top/libnotifyx/map.c $top/libnotifyx/names.c $top/backends/scan.c $top/backends/ktree.c \
 $top/backends/inotify.c $top/backends/treepath.c \
 $top/backends/snapshot.c $top/backends/snapdiff.c $top/backends/scanner.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c \
-$top/backends/fanotify.c $top/backends/fanotify-decode.c \
+$top/backends/fanotify.c $top/backends/fanotify-decode.c $top/backends/fanotify-fs.c \
+$top/backends/fanotify-event.c $top/backends/fanotify-move.c $top/backends/fanotify-repair.c \
 $top/backends/rescan.c $top/backends/registry.c"
 
 if ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$B/gen/probe.c" ||
