@@ -34,7 +34,7 @@
  * behind it (never overtaking it), while those of other watches go on. */
 
 /* The bytes up to in->len were just read. */
-void ino_note_read(struct ino *in)
+void nx_ino_note_read(struct ino *in)
 {
 	size_t max = sizeof(in->reads) / sizeof(in->reads[0]);
 
@@ -95,7 +95,7 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 
 	if (!nx_inotify_decode(in->buf, in->len, pos, &r))
 		return false;
-	for (size_t p = pos; later < HOLD_DISTANCE && ino_peek(in, p, &ev); p += sizeof(ev) + ev.len)
+	for (size_t p = pos; later < HOLD_DISTANCE && nx_ino_peek(in, p, &ev); p += sizeof(ev) + ev.len)
 		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
 			return false; /* made under the lock the move held: see sync_holds */
 	if (in->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
@@ -146,7 +146,7 @@ static bool sync_holds(struct notifyx *nx)
 
 		while (n && n->dead)
 			n = n->knext;
-		if (!n || (pfd = ino_open_node(nx, n)) < 0)
+		if (!n || (pfd = nx_ino_open_node(nx, n)) < 0)
 			continue;
 		/* ENOENT is the usual answer: either answer comes from the lookup. */
 		bool looked = fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ||
@@ -213,7 +213,7 @@ static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
 	/* A pair is reported in place of its first half: where the second
 	 * half's watches wait, the whole move waits. */
 	return (r->mask & IN_MOVED_FROM) &&
-	       (tpos = ino_find_moved_to(in, pos + r->size, r, &to)) &&
+	       (tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to)) &&
 	       kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
 }
 
@@ -232,7 +232,7 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 		in->block_all = true;
 	else
 		in->wait_cookie[in->nwait_cookie++] = r->cookie;
-	if (ino_find_moved_to(in, pos + r->size, r, &to))
+	if (nx_ino_find_moved_to(in, pos + r->size, r, &to))
 		block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
 }
 
@@ -242,7 +242,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 {
 	struct ino *in = ino_of(nx);
 	struct inrec to;
-	size_t tpos = ino_find_moved_to(in, pos + r->size, r, &to);
+	size_t tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to);
 	struct move m = {
 		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
 		.fname = r->name, .flen = r->name_len,
@@ -252,7 +252,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	if (!tpos) {
 		if (held(nx, pos, drained))
 			return false;
-		ino_do_move(nx, &m); /* its pair is not coming: a move out */
+		nx_ino_do_move(nx, &m); /* its pair is not coming: a move out */
 		return true;
 	}
 	bool incomplete = false, to_isdir = false;
@@ -260,18 +260,18 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
 	m.tname = to.name;
 	m.tlen = to.name_len;
-	if (!ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
+	if (!nx_ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
 		if (incomplete && !drained)
 			return false; /* read on: the reverse pair may follow */
-		ino_consume(in, tpos);
-		ino_do_move(nx, &m);
+		nx_ino_consume(in, tpos);
+		nx_ino_do_move(nx, &m);
 		return true;
 	}
-	ino_consume(in, tpos);
-	if (ino_within_watches(nx, m.from, m.to)) {
+	nx_ino_consume(in, tpos);
+	if (nx_ino_within_watches(nx, m.from, m.to)) {
 		m.exchange = true;
 		m.to_isdir = to_isdir;
-		ino_do_move(nx, &m);
+		nx_ino_do_move(nx, &m);
 		return true;
 	}
 	/* An exchange that some watch sees one side of: there it is a
@@ -281,11 +281,11 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		.tname = m.fname, .tlen = m.flen, .isdir = to_isdir, .cookie = rcookie,
 	};
 	m.only = rev.only = ONLY_DEPARTURES;
-	ino_do_move(nx, &m);
-	ino_do_move(nx, &rev);
+	nx_ino_do_move(nx, &m);
+	nx_ino_do_move(nx, &rev);
 	m.only = rev.only = ONLY_ARRIVALS;
-	ino_do_move(nx, &m);
-	ino_do_move(nx, &rev);
+	nx_ino_do_move(nx, &m);
+	nx_ino_do_move(nx, &rev);
 	return true;
 }
 
@@ -318,7 +318,7 @@ static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, c
 				return true;
 		break;
 	}
-	if (kw && (state = ino_there_at(nx, kw, r->name, r->name_len, at)) >= 0)
+	if (kw && (state = nx_ino_there_at(nx, kw, r->name, r->name_len, at)) >= 0)
 		return state;
 	/* The directory moved since (events not read yet): the two halves of
 	 * an exchange take consecutive cookies, two renames seldom do. */
@@ -392,35 +392,35 @@ static size_t parse(struct notifyx *nx, bool drained)
 			       (!fpos || moved_from(nx, fpos, &f, drained));
 			if (done) {
 				if (fpos)
-					ino_consume(in, fpos);
+					nx_ino_consume(in, fpos);
 				struct move m = {
 					.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
 					.tname = r.name, .tlen = r.name_len,
 					.isdir = r.mask & IN_ISDIR,
 				};
-				ino_do_move(nx, &m);
+				nx_ino_do_move(nx, &m);
 			}
 		} else {
-			ino_plain_event(nx, &r);
+			nx_ino_plain_event(nx, &r);
 		}
 		if (!done) {
 			wait_behind(nx, pos, &r);
 			if (keep == SIZE_MAX)
 				keep = pos;
 		} else if (keep != SIZE_MAX) {
-			ino_consume(in, pos);
+			nx_ino_consume(in, pos);
 		}
 		/* A directory deferred is watched (and listed) as soon as no
 		 * later record read changes its name: its contents come before
 		 * the later events of its watch, not after them. */
 		if (done && in->ndeferred && (r.mask & DIR_CHANGES))
-			ino_retry_deferred(nx, false);
+			nx_ino_retry_deferred(nx, false);
 	}
 	in->next = 0; /* the caller drops what was handled: what waits starts at 0 */
 	return keep < pos ? keep : pos;
 }
 
-/* Roots that a repair found gone (see ino_check_root). */
+/* Roots that a repair found gone (see nx_ino_check_root). */
 static void recheck_roots(struct notifyx *nx)
 {
 	struct nx_watch *w;
@@ -428,7 +428,7 @@ static void recheck_roots(struct notifyx *nx)
 
 	ino_of(nx)->recheck = false;
 	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w))
-		ino_check_root(nx, w);
+		nx_ino_check_root(nx, w);
 }
 
 static int arm_hold_timer(struct ino *in)
@@ -441,7 +441,7 @@ static int arm_hold_timer(struct ino *in)
 	return in->timer_armed ? 0 : -1;
 }
 
-int ino_process(struct notifyx *nx, unsigned flags)
+int nx_ino_process(struct notifyx *nx, unsigned flags)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t expirations;
@@ -472,17 +472,17 @@ int ino_process(struct notifyx *nx, unsigned flags)
 		if (n > 0) {
 			in->len += (size_t)n;
 			in->stream += (uint64_t)n;
-			ino_note_read(in);
+			nx_ino_note_read(in);
 		}
 		drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
 		/* A few rounds: a move made meanwhile may be held in its turn. */
 		if (drained && in->holding && !in->fed && syncs++ < 4 && sync_holds(nx))
 			continue; /* read what the sync let in, then parse again */
 		/* Everything read is handled: the directories deferred are
-		 * watched now, unless what they read meanwhile (ino_read_more())
+		 * watched now, unless what they read meanwhile (nx_ino_read_more())
 		 * changes their names again; that is handled first. */
 		if (drained && !in->len && !in->holding && in->ndeferred && !(wake = retries++ == 4)) {
-			ino_retry_deferred(nx, true);
+			nx_ino_retry_deferred(nx, true);
 			if (in->len)
 				continue;
 		}
@@ -511,9 +511,9 @@ int ino_process(struct notifyx *nx, unsigned flags)
 		in->timer_armed = timerfd_settime(in->timerfd, 0, &off, NULL) < 0;
 	}
 	if (dry && !in->holding)
-		ino_dry_point(nx);
+		nx_ino_dry_point(nx);
 	if (dry)
-		ino_check_mounts(nx);
+		nx_ino_check_mounts(nx);
 	if (dry && in->recheck)
 		recheck_roots(nx);
 	in->flush = false;
@@ -535,12 +535,12 @@ int nx_inotify_feed(struct notifyx *nx, const void *data, size_t len, bool drain
 	in->len += len;
 	in->stream += len;
 	in->fed = true;
-	ino_note_read(in);
+	nx_ino_note_read(in);
 	drop_front(in, parse(nx, drained || in->len == sizeof(in->buf)));
 	if (drained && !in->holding && !in->len) {
 		if (in->ndeferred)
-			ino_retry_deferred(nx, true);
-		ino_dry_point(nx);
+			nx_ino_retry_deferred(nx, true);
+		nx_ino_dry_point(nx);
 	}
 	return 0;
 }

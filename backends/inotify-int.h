@@ -148,50 +148,50 @@ enum { ONLY_DEPARTURES = 1, ONLY_ARRIVALS };
 
 /* ---- inotify-tree.c: kernel watches, held roots, suppression, walking new directories ---- */
 
-void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+void nx_ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 	bool report);
-int ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra);
-void ino_bury(struct notifyx *nx, struct nx_node *n);
-bool ino_check_root(struct notifyx *nx, struct nx_watch *w);
-void ino_detach(struct ino *in, struct nx_node *n);
-void ino_dry_point(struct notifyx *nx);
-size_t ino_entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+int nx_ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra);
+void nx_ino_bury(struct notifyx *nx, struct nx_node *n);
+bool nx_ino_check_root(struct notifyx *nx, struct nx_watch *w);
+void nx_ino_detach(struct ino *in, struct nx_node *n);
+void nx_ino_dry_point(struct notifyx *nx);
+size_t nx_ino_entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
 	int i);
-int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add);
-void ino_hold_mount_parent(struct ino *in, struct iwatch *iw);
-void ino_kwatch_release(struct ino *in, struct kwatch *kw);
-int ino_open_node(struct notifyx *nx, struct nx_node *n);
-bool ino_read_more(struct ino *in);
-void ino_retry_deferred(struct notifyx *nx, bool final);
-bool ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind);
-void ino_too_long(struct notifyx *nx, struct nx_node *n);
-void ino_unguard(struct ino *in, struct nx_watch *w);
-int ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+int nx_ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add);
+void nx_ino_hold_mount_parent(struct ino *in, struct iwatch *iw);
+void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw);
+int nx_ino_open_node(struct notifyx *nx, struct nx_node *n);
+bool nx_ino_read_more(struct ino *in);
+void nx_ino_retry_deferred(struct notifyx *nx, bool final);
+bool nx_ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind);
+void nx_ino_too_long(struct notifyx *nx, struct nx_node *n);
+void nx_ino_unguard(struct ino *in, struct nx_watch *w);
+int nx_ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
 	size_t rel_len, bool report, bool fatal);
 
 /* ---- inotify-move.c: moves ---- */
 
-void ino_consume(struct ino *in, size_t pos);
-void ino_do_move(struct notifyx *nx, const struct move *m);
-size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
+void nx_ino_consume(struct ino *in, size_t pos);
+void nx_ino_do_move(struct notifyx *nx, const struct move *m);
+size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
 	const struct inrec *to, bool *incomplete, bool *to_isdir, uint32_t *cookie);
-size_t ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+size_t nx_ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
 	struct inrec *out);
-bool ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev);
-int ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
+bool nx_ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev);
+int nx_ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
 	size_t pos);
-bool ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b);
+bool nx_ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b);
 
 /* ---- inotify-hold.c: reading the kernel queue, the hold, process() ---- */
 
-int ino_process(struct notifyx *nx, unsigned flags);
-void ino_note_read(struct ino *in);
+int nx_ino_process(struct notifyx *nx, unsigned flags);
+void nx_ino_note_read(struct ino *in);
 
 /* ---- inotify.c: masks, dispatching, the backend operations ---- */
 
-void ino_check_mounts(struct notifyx *nx);
-void ino_plain_event(struct notifyx *nx, const struct inrec *r);
-size_t ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i);
-uint32_t ino_node_mask(const struct nx_node *n);
+void nx_ino_check_mounts(struct notifyx *nx);
+void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r);
+size_t nx_ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i);
+uint32_t nx_ino_node_mask(const struct nx_node *n);
 
 #endif

@@ -34,7 +34,7 @@ static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name,
 		    bool theirs, bool unseen)
 {
 	(void)theirs;
-	ino_add_subdir(r->nx, n, name, len, !unseen || (n->watch->flags & NOTIFYX_WATCH_LIST));
+	nx_ino_add_subdir(r->nx, n, name, len, !unseen || (n->watch->flags & NOTIFYX_WATCH_LIST));
 }
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
@@ -45,10 +45,10 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
 		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
 		.exchange = m->exchange, .scratch = { in->path[0], in->path[1] },
-		.arrived = arrived, .bury = ino_bury, .nx = nx,
+		.arrived = arrived, .bury = nx_ino_bury, .nx = nx,
 	};
 
-	ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+	nx_ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 	nx_kt_rename(&r);
 }
 
@@ -76,10 +76,10 @@ static bool arrived_known(const struct ino *in, const struct nx_node *n)
 	return false;
 }
 
-void ino_do_move(struct notifyx *nx, const struct move *m)
+void nx_ino_do_move(struct notifyx *nx, const struct move *m)
 {
 	struct ino *in = ino_of(nx);
-	size_t nf = ino_subscribers(nx, m->from, 0), nt = ino_subscribers(nx, m->to, 1);
+	size_t nf = nx_ino_subscribers(nx, m->from, 0), nt = nx_ino_subscribers(nx, m->to, 1);
 	struct nx_node **from = in->vec[0], **to = in->vec[1];
 
 	for (size_t i = 0; i < nf && m->only != ONLY_ARRIVALS; i++) {
@@ -93,16 +93,16 @@ void ino_do_move(struct notifyx *nx, const struct move *m)
 			rename_in_watch(nx, a, b, m);
 			continue;
 		}
-		size_t len = ino_entry_path(in, a, m->fname, m->flen, 0);
+		size_t len = nx_ino_entry_path(in, a, m->fname, m->flen, 0);
 		if (len == SIZE_MAX) {
-			ino_too_long(nx, a);
+			nx_ino_too_long(nx, a);
 			continue;
 		}
-		ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
+		nx_ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
 		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
 		if (m->isdir)
-			ino_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+			nx_ino_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
 	}
 	for (size_t j = 0; j < nt && m->only != ONLY_DEPARTURES; j++) {
 		struct nx_node *b = to[j];
@@ -113,25 +113,25 @@ void ino_do_move(struct notifyx *nx, const struct move *m)
 			paired = same_watch(from[i], b);
 		if (paired)
 			continue;
-		size_t len = ino_entry_path(in, b, m->tname, m->tlen, 0);
+		size_t len = nx_ino_entry_path(in, b, m->tname, m->tlen, 0);
 		if (len == SIZE_MAX) {
-			ino_too_long(nx, b);
+			nx_ino_too_long(nx, b);
 			continue;
 		}
 		struct nx_watch *w = b->watch;
 		struct nx_node *old = m->isdir ? nx_node_find(&nx->paths, b, m->tname, m->tlen) : NULL;
 		bool known = old && arrived_known(in, old);
 		if (old && !known)
-			ino_bury(nx, old); /* replaced */
+			nx_ino_bury(nx, old); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
 		if (m->isdir && !known && !nx_excluded(nx, w, in->path[0], in->path[0] + len - m->tlen))
-			ino_add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
+			nx_ino_add_subdir(nx, b, m->tname, m->tlen, w->flags & NOTIFYX_WATCH_LIST);
 	}
 }
 
 /* Marks the record at pos as consumed (its pair was handled earlier). */
-void ino_consume(struct ino *in, size_t pos)
+void nx_ino_consume(struct ino *in, size_t pos)
 {
 	struct inotify_event ev;
 
@@ -141,7 +141,7 @@ void ino_consume(struct ino *in, size_t pos)
 }
 
 /* The header of the record at pos, when the whole record is in buf. */
-bool ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev)
+bool nx_ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev)
 {
 	if (in->len - pos < sizeof(*ev))
 		return false;
@@ -152,12 +152,12 @@ bool ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev)
 /* Finds the MOVED_TO of the MOVED_FROM from among the HOLD_DISTANCE records
  * after pos (the record after from); 0 when not there.  It comes before any
  * later change of from's directory (see sync_holds): the search ends there. */
-size_t ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
+size_t nx_ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
 			    struct inrec *out)
 {
 	struct inotify_event ev;
 
-	for (int n = 0; n < HOLD_DISTANCE && ino_peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len) {
+	for (int n = 0; n < HOLD_DISTANCE && nx_ino_peek(in, pos, &ev); n++, pos += sizeof(ev) + ev.len) {
 		if ((ev.mask & IN_MOVED_TO) && ev.cookie == from->cookie)
 			return nx_inotify_decode(in->buf, in->len, pos, out) ? pos : 0;
 		if (ev.wd == from->wd && (ev.mask & DIR_CHANGES))
@@ -168,10 +168,10 @@ size_t ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *f
 
 /* True when each watch that sees one half of a move sees the other: an
  * exchange is reported as one event only then (see BUGS in notifyx(7)). */
-bool ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
+bool nx_ino_within_watches(struct notifyx *nx, const struct kwatch *a, const struct kwatch *b)
 {
 	struct ino *in = ino_of(nx);
-	size_t na = ino_subscribers(nx, a, 0), nb = ino_subscribers(nx, b, 1);
+	size_t na = nx_ino_subscribers(nx, a, 0), nb = nx_ino_subscribers(nx, b, 1);
 
 	for (size_t i = 0; i < na + nb; i++) {
 		struct nx_node *x = i < na ? in->vec[0][i] : in->vec[1][i - na];
@@ -191,7 +191,7 @@ static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name,
 	struct ino *in = ino_of(nx);
 
 	for (struct nx_node *s = kw->subs; s; s = s->knext) {
-		size_t plen = s->watch->nexclude ? ino_entry_path(in, s, name, len, 1) : SIZE_MAX;
+		size_t plen = s->watch->nexclude ? nx_ino_entry_path(in, s, name, len, 1) : SIZE_MAX;
 		if (plen != SIZE_MAX && nx_excluded(nx, s->watch, in->path[1], in->path[1] + plen - len))
 			return true;
 	}
@@ -208,7 +208,7 @@ static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *
 
 	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
 		if (!s->dead)
-			fd = ino_open_node(nx, s);
+			fd = nx_ino_open_node(nx, s);
 	if (fd < 0)
 		return -1;
 	memcpy(buf, name, len);
@@ -227,13 +227,13 @@ static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *
  * told by the next record read that changes it (read on first: what
  * the kernel queued since counts), else by the directory as it is now; -1
  * when neither can tell (the directory moved, by events not read yet). */
-int ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
+int nx_ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *name, size_t len,
 		    size_t pos)
 {
 	struct ino *in = ino_of(nx);
 	struct inrec n;
 
-	ino_read_more(in);
+	nx_ino_read_more(in);
 	for (; nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
 		if (n.wd != kw->kwd || !(n.mask & DIR_CHANGES) || n.name_len != len ||
 		    memcmp(n.name, name, len))
@@ -268,12 +268,12 @@ static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const 
 		return false;
 	bool ha = hides(nx, a, from->name, from->name_len);
 	bool hb = hides(nx, b, to->name, to->name_len);
-	if (!ha && !hb && ino_within_watches(nx, a, b))
+	if (!ha && !hb && nx_ino_within_watches(nx, a, b))
 		return false;
 	/* A hidden name may have gone since without an event: only the names
 	 * seen count. */
-	sa = ha ? 1 : ino_there_at(nx, a, from->name, from->name_len, after);
-	sb = hb ? 1 : ino_there_at(nx, b, to->name, to->name_len, after);
+	sa = ha ? 1 : nx_ino_there_at(nx, a, from->name, from->name_len, after);
+	sb = hb ? 1 : nx_ino_there_at(nx, b, to->name, to->name_len, after);
 	if (sa < 0 || sb < 0) /* the two renames of an exchange take consecutive cookies */
 		return sa && sb && rev->cookie == from->cookie + 1;
 	return sa && sb;
@@ -281,7 +281,7 @@ static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const 
 
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
  * pair; MOVE_SELF records of the moved entries may come between. */
-size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
+size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
 			    const struct inrec *to, bool *incomplete, bool *to_isdir,
 			    uint32_t *cookie)
 {
@@ -295,7 +295,7 @@ size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *fro
 		if (!(r.mask & IN_MOVED_FROM) || r.wd != to->wd || r.name_len != to->name_len ||
 		    memcmp(r.name, to->name, r.name_len))
 			return 0;
-		size_t tpos = ino_find_moved_to(in, pos + r.size, &r, &t);
+		size_t tpos = nx_ino_find_moved_to(in, pos + r.size, &r, &t);
 		if (!tpos) {
 			*incomplete = true;
 			return 0;
@@ -309,8 +309,8 @@ size_t ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *fro
 			return 0;
 		*to_isdir = r.mask & IN_ISDIR;
 		*cookie = r.cookie;
-		ino_consume(in, pos);
-		ino_consume(in, tpos);
+		nx_ino_consume(in, pos);
+		nx_ino_consume(in, tpos);
 		return pos;
 	}
 	*incomplete = true;

@@ -51,7 +51,7 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 }
 
 /* The kernel watch goes when nothing uses it any more. */
-void ino_kwatch_release(struct ino *in, struct kwatch *kw)
+void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw)
 {
 	if (kw->subs || nx_map_get(&in->guards, (uint64_t)kw->kwd) ||
 	    nx_map_get(&in->kept, (uint64_t)kw->kwd))
@@ -61,9 +61,9 @@ void ino_kwatch_release(struct ino *in, struct kwatch *kw)
 	free(kw);
 }
 
-int ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
+int nx_ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
 {
-	struct kwatch *kw = kwatch_add(in, kpath, ino_node_mask(n) | extra);
+	struct kwatch *kw = kwatch_add(in, kpath, nx_ino_node_mask(n) | extra);
 
 	if (!kw)
 		return -1;
@@ -84,7 +84,7 @@ int ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t ex
 	return 0;
 }
 
-void ino_detach(struct ino *in, struct nx_node *n)
+void nx_ino_detach(struct ino *in, struct nx_node *n)
 {
 	struct kwatch *kw = n->kref;
 	struct nx_node **pp;
@@ -99,22 +99,22 @@ void ino_detach(struct ino *in, struct nx_node *n)
 	}
 	n->kref = NULL;
 	n->knext = NULL;
-	ino_kwatch_release(in, kw);
+	nx_ino_kwatch_release(in, kw);
 }
 
 static void bury_one(void *ctx, struct nx_node *n)
 {
 	struct ino *in = ctx;
 
-	ino_detach(in, n);
+	nx_ino_detach(in, n);
 	if (in->mounts.len)
 		nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
 }
 
 /* Takes n and its subtree out of the tree; freed with the generation after
- * this one (see ino_dry_point), so that lists of subscribers being walked,
+ * this one (see nx_ino_dry_point), so that lists of subscribers being walked,
  * suppression entries and deferred directories naming them stay valid. */
-void ino_bury(struct notifyx *nx, struct nx_node *n)
+void nx_ino_bury(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 
@@ -133,7 +133,7 @@ void ino_bury(struct notifyx *nx, struct nx_node *n)
  * there looks whether the root has any link left.  A move of the root (its
  * IN_MOVE_SELF) moves the guard to its new parent. */
 
-void ino_unguard(struct ino *in, struct nx_watch *w)
+void nx_ino_unguard(struct ino *in, struct nx_watch *w)
 {
 	struct iwatch *iw = iw_of(w);
 	struct kwatch *kw = iw ? iw->guard : NULL;
@@ -156,7 +156,7 @@ void ino_unguard(struct ino *in, struct nx_watch *w)
 	}
 	iw->guard = NULL;
 	iw->gnext = NULL;
-	ino_kwatch_release(in, kw);
+	nx_ino_kwatch_release(in, kw);
 }
 
 /* The held root of w has no link left. */
@@ -171,7 +171,7 @@ static bool root_gone(const struct nx_watch *w)
 
 /* The root of w is gone when it has no link left: DELETE_SELF ends w
  * (true). */
-bool ino_check_root(struct notifyx *nx, struct nx_watch *w)
+bool nx_ino_check_root(struct notifyx *nx, struct nx_watch *w)
 {
 	struct ino *in = ino_of(nx);
 
@@ -193,7 +193,7 @@ bool ino_check_root(struct notifyx *nx, struct nx_watch *w)
 /* Watches the parent of w's held root for the root's deletion.  When it
  * cannot, an ERROR says so; at_add, running out of kernel watches or memory
  * fails instead (-1 with errno), as for any other directory of the tree. */
-int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
+int nx_ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 {
 	struct ino *in = ino_of(nx);
 	struct iwatch *iw = iw_of(w);
@@ -202,7 +202,7 @@ int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 	char kpath[32];
 	int pfd, err = 0;
 
-	ino_unguard(in, w);
+	nx_ino_unguard(in, w);
 	if (iw->rootname) /* a mount root cannot be removed or moved: no guard */
 		return 0;
 	pfd = openat(iw->rootfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -217,7 +217,7 @@ int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 			} else {
 				err = ENOMEM;
 				iw->gnext = NULL;
-				ino_kwatch_release(in, kw);
+				nx_ino_kwatch_release(in, kw);
 			}
 		} else {
 			err = errno;
@@ -229,7 +229,7 @@ int ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add)
 		errno = err;
 		return -1;
 	}
-	ino_check_root(nx, w); /* removed before the guard was set */
+	nx_ino_check_root(nx, w); /* removed before the guard was set */
 	/* Without a guard nothing would tell the root's deletion (a root
 	 * that is gone, or going, needs none). */
 	if (err && !w->ended && !root_gone(w))
@@ -261,7 +261,7 @@ static int open_below_root(const struct iwatch *iw, const char *rel, int flags)
 }
 
 /* When w's root is the root of a mount, holds its parent instead of it. */
-void ino_hold_mount_parent(struct ino *in, struct iwatch *iw)
+void nx_ino_hold_mount_parent(struct ino *in, struct iwatch *iw)
 {
 	char kpath[32], *base;
 	ssize_t len;
@@ -315,7 +315,7 @@ static void sup_add(struct ino *in, const void *obj, const char *name, size_t le
 	nx_kt_count(&in->suppress[0], nx_kt_key(obj, name, len, kind), count);
 }
 
-bool ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
+bool nx_ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
 {
 	uint64_t key = nx_kt_key(obj, name, len, kind);
 
@@ -335,13 +335,13 @@ static void sup_listing(struct ino *in, struct kwatch *kw, const char *name, siz
 		sup_add(in, kw, name, len, SUP_CLOSE, 1);
 }
 
-void ino_too_long(struct notifyx *nx, struct nx_node *n)
+void nx_ino_too_long(struct notifyx *nx, struct nx_node *n)
 {
 	nx_kt_too_long(nx, n, ino_of(nx)->path[0]);
 }
 
 /* The path of n's entry name, relative to the watch root, in in->path[i]. */
-size_t ino_entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
+size_t nx_ino_entry_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen,
 			 int i)
 {
 	return nx_kt_entry_path(in->path[i], n, name, nlen);
@@ -376,7 +376,7 @@ static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name
  * making sure through its kernel watch that the path still leads to it.
  * ESTALE when it leads elsewhere; the errno of inotify_add_watch when that
  * check fails. */
-int ino_open_node(struct notifyx *nx, struct nx_node *n)
+int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 	struct kwatch *kw = n->kref;
@@ -427,15 +427,15 @@ static int attach_fd(struct notifyx *nx, struct nx_node *n, int fd)
 
 	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
 	if (in->proc_fd) {
-		if (ino_attach(in, n, kpath, IN_ONLYDIR) == 0 || errno != ENOENT)
+		if (nx_ino_attach(in, n, kpath, IN_ONLYDIR) == 0 || errno != ENOENT)
 			return n->kref ? 0 : -1;
 		in->proc_fd = false; /* no /proc here: watch by path */
 	}
 	if (!n->parent)
-		return ino_attach(in, n, n->watch->abspath, IN_ONLYDIR);
+		return nx_ino_attach(in, n, n->watch->abspath, IN_ONLYDIR);
 	if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
-	return ino_attach(in, n, in->path[0], IN_ONLYDIR | IN_DONT_FOLLOW);
+	return nx_ino_attach(in, n, in->path[0], IN_ONLYDIR | IN_DONT_FOLLOW);
 }
 
 /* Is an arrival of name in node dir's directory among the records not
@@ -469,7 +469,7 @@ static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
 		errno = EEXIST;
 		return false;
 	}
-	ino_bury(nx, in->conflict);
+	nx_ino_bury(nx, in->conflict);
 	return true;
 }
 
@@ -485,7 +485,7 @@ static uint64_t node_mount(const struct ino *in, const struct nx_node *n)
 }
 
 /* Remembers where a mount begins inside a tree (n, open at fd), for
- * ino_check_mounts(). */
+ * nx_ino_check_mounts(). */
 static void note_mount(struct ino *in, struct nx_node *n, int fd)
 {
 	uint64_t id = nx_mount_id(fd);
@@ -497,7 +497,7 @@ static void note_mount(struct ino *in, struct nx_node *n, int fd)
 }
 
 /* Directory node n, in the table, is to be watched and listed once the
- * kernel queue has been read dry (see ino_add_subdir).  When that cannot be
+ * kernel queue has been read dry (see nx_ino_add_subdir).  When that cannot be
  * remembered, n leaves the table and the watch has lost events. */
 static void defer(struct notifyx *nx, struct nx_node *n, bool report, int tries)
 {
@@ -508,7 +508,7 @@ static void defer(struct notifyx *nx, struct nx_node *n, bool report, int tries)
 		struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
 		if (!v) {
 			nx_lost(nx, n->watch);
-			ino_bury(nx, n);
+			nx_ino_bury(nx, n);
 			return;
 		}
 		in->deferred = v;
@@ -523,7 +523,7 @@ static void defer(struct notifyx *nx, struct nx_node *n, bool report, int tries)
  * may come along).  False when that does not fit in buf.  Records fed by a
  * test have no kernel queue behind them.
  */
-bool ino_read_more(struct ino *in)
+bool nx_ino_read_more(struct ino *in)
 {
 	int queued;
 	ssize_t n;
@@ -542,7 +542,7 @@ bool ino_read_more(struct ino *in)
 			return false;
 		in->len += (size_t)n;
 		in->stream += (uint64_t)n;
-		ino_note_read(in);
+		nx_ino_note_read(in);
 		queued -= (int)n;
 	}
 	return true;
@@ -586,15 +586,15 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 		return -1;
 	if (nx_kt_other_dev(n, fd)) {
 		close(fd);
-		ino_bury(nx, n);
+		nx_ino_bury(nx, n);
 		return NX_KT_SKIP;
 	}
 	attached = attach_fd(nx, n, fd) == 0;
 	err = errno;
-	if (!wk->fatal && n->parent && (!ino_read_more(in) || name_touched(in, n))) {
+	if (!wk->fatal && n->parent && (!nx_ino_read_more(in) || name_touched(in, n))) {
 		/* Records of changes made before the directory was opened may
 		 * have come only now: the table follows them first. */
-		ino_detach(in, n);
+		nx_ino_detach(in, n);
 		close(fd);
 		defer(nx, n, wk->report, 0);
 		return NX_KT_SKIP;
@@ -614,7 +614,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 		err = errno;
 		close(fd);
 		if (err == EEXIST && n->parent) {
-			ino_bury(nx, n);
+			nx_ino_bury(nx, n);
 			return NX_KT_SKIP;
 		}
 		errno = err;
@@ -642,57 +642,57 @@ static void listed(struct nx_kt_walk *wk, struct nx_node *n, unsigned calls)
  * Watches directory name (relative to pfd, the directory of n's parent, or
  * found by path when pfd is -1), which is node n, then lists it and does the
  * same for its subdirectories (see nx_kt_walk).  Outside fatal, a directory
- * whose name records not handled yet change is deferred (see ino_add_subdir).
+ * whose name records not handled yet change is deferred (see nx_ino_add_subdir).
  */
-int ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
+int nx_ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
 		size_t rel_len, bool report, bool fatal)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_kt_walk wk = { .nx = nx, .report = report, .fatal = fatal,
 				 .reported = &in->suppress[0], .reported_kind = SUP_CREATE,
 				 .scratch = in->path[1], .enter = enter, .listed = listed,
-				 .bury = ino_bury };
+				 .bury = nx_ino_bury };
 
 	return nx_kt_walk(&wk, n, pfd, name, rel, rel_len, 0);
 }
 
 /* Watches and lists c, a directory node that is in the table but not
- * watched yet, or defers it (see ino_add_subdir).  tries: the retries that
+ * watched yet, or defers it (see nx_ino_add_subdir).  tries: the retries that
  * found its parent unreachable. */
 static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tries)
 {
 	struct ino *in = ino_of(nx);
 	char *rel = in->path[2];
-	size_t len = ino_entry_path(in, c->parent, c->name, c->name_len, 2);
+	size_t len = nx_ino_entry_path(in, c->parent, c->name, c->name_len, 2);
 	int pfd;
 
 	if (len == SIZE_MAX) { /* its parent was renamed meanwhile */
-		ino_too_long(nx, c->parent);
-		ino_bury(nx, c);
+		nx_ino_too_long(nx, c->parent);
+		nx_ino_bury(nx, c);
 		return;
 	}
 	if (name_touched(in, c)) {
 		defer(nx, c, report, tries);
 		return;
 	}
-	if ((pfd = ino_open_node(nx, c->parent)) < 0) {
+	if ((pfd = nx_ino_open_node(nx, c->parent)) < 0) {
 		if (errno == ENOSPC || errno == ENOMEM || errno == EMFILE || errno == ENFILE ||
 		    errno == EACCES || errno == EPERM || errno == EIO) {
 			/* Not a move of events not read yet (ESTALE, ENOENT, or
 			 * openat2's EAGAIN and EXDEV under a rename): the parent
 			 * cannot be checked, nor the watch be sure. */
 			nx_lost(nx, c->watch);
-			ino_bury(nx, c);
+			nx_ino_bury(nx, c);
 		} else if (in->retrying && ++tries >= 3) {
 			/* Still unreachable with nothing left to read. */
 			nx_kt_error(nx, c->watch, rel, ENOENT);
-			ino_bury(nx, c);
+			nx_ino_bury(nx, c);
 		} else {
 			defer(nx, c, report, tries);
 		}
 		return;
 	}
-	if (ino_walk(nx, c, pfd, c->name, rel, len, report, false) < 0)
+	if (nx_ino_walk(nx, c, pfd, c->name, rel, len, report, false) < 0)
 		nx_lost(nx, c->watch);
 	close(pfd);
 }
@@ -710,7 +710,7 @@ static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tr
  *   name.
  * - n cannot be reached now (records not read yet moved it).
  */
-void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
+void nx_ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report)
 {
 	struct nx_watch *w = n->watch;
@@ -719,8 +719,8 @@ void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, siz
 	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || n->dead ||
 	    nx_node_find(&nx->paths, n, name, nlen))
 		return;
-	if (ino_entry_path(ino_of(nx), n, name, nlen, 2) == SIZE_MAX)
-		ino_too_long(nx, n);
+	if (nx_ino_entry_path(ino_of(nx), n, name, nlen, 2) == SIZE_MAX)
+		nx_ino_too_long(nx, n);
 	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
 		nx_lost(nx, w);
 	else
@@ -728,7 +728,7 @@ void ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, siz
 }
 
 /* Directories that were not watched when they appeared. */
-void ino_retry_deferred(struct notifyx *nx, bool final)
+void nx_ino_retry_deferred(struct notifyx *nx, bool final)
 {
 	struct ino *in = ino_of(nx);
 	struct deferred *v = in->deferred;
@@ -751,7 +751,7 @@ void ino_retry_deferred(struct notifyx *nx, bool final)
  * SUP_KEEP_NS).  Nodes buried in a generation are freed with the next one,
  * when no suppression entry (and no deferred directory) can name them any
  * more. */
-void ino_dry_point(struct notifyx *nx)
+void nx_ino_dry_point(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t now;

@@ -99,7 +99,7 @@ uint32_t nx_inotify_event(uint32_t mask)
 	return 0;
 }
 
-uint32_t ino_node_mask(const struct nx_node *n)
+uint32_t nx_ino_node_mask(const struct nx_node *n)
 {
 	const struct nx_watch *w = n->watch;
 	uint32_t m = nx_inotify_mask(w->events) | IN_EXCL_UNLINK;
@@ -129,7 +129,7 @@ static bool stale(const struct ino *in, const struct nx_node *n)
 }
 
 /* Copies the live subscribers of kw into scratch list i. */
-size_t ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
+size_t nx_ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 {
 	struct ino *in = ino_of(nx);
 	size_t n = 0;
@@ -159,19 +159,19 @@ static void uncover(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 	struct nx_watch *w = n->watch;
-	int rfd = ino_open_node(nx, w->root), pfd;
+	int rfd = nx_ino_open_node(nx, w->root), pfd;
 	size_t len;
 
 	while (n->child)
-		ino_bury(nx, n->child);
-	ino_detach(in, n);
+		nx_ino_bury(nx, n->child);
+	nx_ino_detach(in, n);
 	nx_map_del(&in->mounts, (uint64_t)(uintptr_t)n);
 	if (rfd < 0)
 		return; /* the root's own filesystem went: UNMOUNT follows */
 	close(rfd);
 	len = nx_node_path(n, in->path[2], PATH_MAX);
-	if (len != SIZE_MAX && (pfd = ino_open_node(nx, n->parent)) >= 0) {
-		ino_walk(nx, n, pfd, n->name, in->path[2], len, false, false);
+	if (len != SIZE_MAX && (pfd = nx_ino_open_node(nx, n->parent)) >= 0) {
+		nx_ino_walk(nx, n, pfd, n->name, in->path[2], len, false, false);
 		close(pfd);
 	}
 	nx_lost(nx, w);
@@ -201,7 +201,7 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
 		/* (A ONESHOT watch ended in nx_emit: its state is gone.) */
 		if (!w->ended && (iw = iw_of(w)) && iw->rootfd >= 0)
-			ino_guard(nx, w, false); /* its parent changed */
+			nx_ino_guard(nx, w, false); /* its parent changed */
 	} else if (nx_inotify_event(mask)) {
 		nx_emit(nx, w, nx_inotify_event(mask), flags, 0, 0, "", 0, NULL, 0);
 	}
@@ -211,7 +211,7 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
  * IN_UNMOUNT: the kernel sends it when the filesystem is shut down, which a
  * descriptor held anywhere, the library's own included, puts off): a root
  * on it ends with UNMOUNT, a mount inside a tree is uncovered. */
-void ino_check_mounts(struct notifyx *nx)
+void nx_ino_check_mounts(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
 	struct pollfd p = { .fd = in->mnt_check, .events = POLLPRI };
@@ -261,23 +261,23 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	struct nx_watch *w = n->watch;
 	bool isdir = r->mask & IN_ISDIR;
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
-	size_t len = ino_entry_path(in, n, r->name, r->name_len, 0);
+	size_t len = nx_ino_entry_path(in, n, r->name, r->name_len, 0);
 
 	if (len == SIZE_MAX) {
-		ino_too_long(nx, n);
+		nx_ino_too_long(nx, n);
 		return;
 	}
 	if (r->mask & IN_CREATE) {
-		if (ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE))
+		if (nx_ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE))
 			return; /* a listing reported it already */
 		nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, in->path[0], len, NULL, 0);
 		if (isdir && !nx_excluded(nx, w, in->path[0], r->name))
-			ino_add_subdir(nx, n, r->name, r->name_len, true);
+			nx_ino_add_subdir(nx, n, r->name, r->name_len, true);
 	} else if (r->mask & IN_DELETE) {
-		ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE);
+		nx_ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE);
 		nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, in->path[0], len, NULL, 0);
 		if (isdir)
-			ino_bury(nx, nx_node_find(&nx->paths, n, r->name, r->name_len));
+			nx_ino_bury(nx, nx_node_find(&nx->paths, n, r->name, r->name_len));
 	} else if (nx_inotify_event(r->mask)) {
 		nx_emit(nx, w, nx_inotify_event(r->mask), flags, 0, 0, in->path[0], len, NULL, 0);
 	}
@@ -289,10 +289,10 @@ static bool own_access(struct ino *in, const struct kwatch *kw, const struct inr
 	int kind = (r->mask & IN_OPEN) ? SUP_OPEN : (r->mask & IN_ACCESS) ? SUP_ACCESS
 		 : (r->mask & IN_CLOSE_NOWRITE) ? SUP_CLOSE : 0;
 
-	return kind && (r->mask & IN_ISDIR) && ino_sup_take(in, kw, r->name, r->name_len, kind);
+	return kind && (r->mask & IN_ISDIR) && nx_ino_sup_take(in, kw, r->name, r->name_len, kind);
 }
 
-void ino_plain_event(struct notifyx *nx, const struct inrec *r)
+void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
 	struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
@@ -302,12 +302,12 @@ void ino_plain_event(struct notifyx *nx, const struct inrec *r)
 		return;
 	if (r->mask & IN_IGNORED) {
 		/* The kernel dropped this watch (its inode is gone). */
-		count = ino_subscribers(nx, kw, 0);
+		count = nx_ino_subscribers(nx, kw, 0);
 		for (size_t i = 0; i < count; i++) {
 			struct nx_node *n = in->vec[0][i];
 			if (n->dead)
 				continue;
-			ino_detach(in, n);
+			nx_ino_detach(in, n);
 			if (!n->parent)
 				nx_end_watch(nx, n->watch);
 		}
@@ -315,10 +315,10 @@ void ino_plain_event(struct notifyx *nx, const struct inrec *r)
 		 * first): guard them where they are now. */
 		struct nx_watch *w;
 		while ((w = nx_map_get(&in->guards, (uint64_t)r->wd)))
-			ino_guard(nx, w, false);
+			nx_ino_guard(nx, w, false);
 		return;
 	}
-	count = ino_subscribers(nx, kw, 0);
+	count = nx_ino_subscribers(nx, kw, 0);
 	for (size_t i = 0; i < count; i++) {
 		struct nx_node *n = in->vec[0][i];
 		if (n->dead)
@@ -333,7 +333,7 @@ void ino_plain_event(struct notifyx *nx, const struct inrec *r)
 	for (bool again = (r->mask & IN_DELETE) && (r->mask & IN_ISDIR); again;) {
 		struct nx_watch *w;
 		again = false;
-		for (w = nx_map_get(&in->guards, (uint64_t)r->wd); w && !(again = ino_check_root(nx, w));)
+		for (w = nx_map_get(&in->guards, (uint64_t)r->wd); w && !(again = nx_ino_check_root(nx, w));)
 			w = iw_of(w)->gnext;
 	}
 }
@@ -430,7 +430,7 @@ static void free_iwatch(struct ino *in, struct nx_watch *w)
 
 	if (!iw)
 		return;
-	ino_unguard(in, w);
+	nx_ino_unguard(in, w);
 	if (iw->rootfd >= 0)
 		close(iw->rootfd);
 	free(iw->rootname);
@@ -446,10 +446,10 @@ static int watch_tree(struct notifyx *nx, struct nx_watch *w)
 	struct ino *in = ino_of(nx);
 
 	in->path[2][0] = '\0';
-	if (ino_walk(nx, w->root, -1, "", in->path[2], 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
+	if (nx_ino_walk(nx, w->root, -1, "", in->path[2], 0, w->flags & NOTIFYX_WATCH_LIST, true) < 0 ||
 	    w->ended)
 		return -1;
-	return (w->flags & NOTIFYX_WATCH_RECURSIVE) ? ino_guard(nx, w, true) : 0;
+	return (w->flags & NOTIFYX_WATCH_RECURSIVE) ? nx_ino_guard(nx, w, true) : 0;
 }
 
 static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
@@ -473,7 +473,7 @@ static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 	iw->ino = st.st_ino;
 	iw->mnt_id = nx_mount_id(iw->rootfd);
 	if ((w->flags & NOTIFYX_WATCH_RECURSIVE) && iw->isdir && iw->mnt_id)
-		ino_hold_mount_parent(in, iw);
+		nx_ino_hold_mount_parent(in, iw);
 	if (w->flags & (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST)) {
 		if (!iw->isdir) { /* the core checked, but it may have changed since */
 			errno = ENOTDIR;
@@ -484,7 +484,7 @@ static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 	} else {
 		uint32_t extra = (w->flags & NOTIFYX_WATCH_NOFOLLOW ? IN_DONT_FOLLOW : 0) |
 				 (w->flags & NOTIFYX_WATCH_ONLYDIR ? IN_ONLYDIR : 0);
-		if (ino_attach(in, w->root, w->abspath, extra) < 0)
+		if (nx_ino_attach(in, w->root, w->abspath, extra) < 0)
 			goto fail;
 	}
 	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE)) {
@@ -495,7 +495,7 @@ static int ino_add_watch(struct notifyx *nx, struct nx_watch *w)
 fail:
 	/* Nothing of a failed watch stays behind. */
 	err = errno;
-	ino_bury(nx, w->root);
+	nx_ino_bury(nx, w->root);
 	w->root = NULL;
 	free_iwatch(in, w);
 	errno = err;
@@ -504,7 +504,7 @@ fail:
 
 static void ino_rm_watch(struct notifyx *nx, struct nx_watch *w)
 {
-	ino_bury(nx, w->root);
+	nx_ino_bury(nx, w->root);
 	w->root = NULL;
 	free_iwatch(ino_of(nx), w);
 }
@@ -570,7 +570,7 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	iw->since = in->stream + (uint64_t)queued;
 	nx_node_foreach(w->root, keep_node, &(struct keeping){ in, &k });
 	keep(in, &k, iw->guard);
-	ino_bury(nx, w->root);
+	nx_ino_bury(nx, w->root);
 	w->root = root;
 	/* Directories of the old table waiting to be watched go with it (the
 	 * graveyard frees them after two dry points, the list might outlive
@@ -586,7 +586,7 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	in->repairing = false;
 	for (size_t i = 0; i < k.n; i++) {
 		nx_map_del(&in->kept, (uint64_t)k.v[i]->kwd);
-		ino_kwatch_release(in, k.v[i]);
+		nx_ino_kwatch_release(in, k.v[i]);
 	}
 	free(k.v);
 	errno = err;
@@ -601,7 +601,7 @@ const struct nx_backend nx_backend_inotify = {
 	.close = ino_close,
 	.add_watch = ino_add_watch,
 	.rm_watch = ino_rm_watch,
-	.process = ino_process,
+	.process = nx_ino_process,
 	.repair = ino_repair,
 };
 

@@ -264,7 +264,7 @@ static bool can_mark_fs(void)
 int main(void)
 {
 	/* As root: filesystem marks, whatever the size of the tree (the
-	 * library's policy takes inode marks for small trees; see fanotify.c). */
+	 * library's policy takes inode marks for small trees; see fanotify-repair.c). */
 	setenv("NOTIFYX_FANOTIFY_INODE_MAX", "0", 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(inode_mark, tu_setup, tu_teardown),

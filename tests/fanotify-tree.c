@@ -423,7 +423,7 @@ int main(void)
 	};
 
 	/* As root: filesystem marks, whatever the size of the tree (the
-	 * library's policy takes inode marks for small trees; see fanotify.c). */
+	 * library's policy takes inode marks for small trees; see fanotify-repair.c). */
 	setenv("NOTIFYX_FANOTIFY_INODE_MAX", "0", 0);
 	struct notifyx *nx;
 

@@ -53,15 +53,14 @@ hits=$([ -z "$names" ] || {
 } | sort -t: -k1,1 -k2,2n -u)
 rule "libnotifyx/ names no backend: backends/registry.c lists them (HACKING: libnotifyx/)" "$hits"
 
-# 3. A backend does not include another backend's headers (NAME.h, and
-# NAME-int.h, the private header of a backend cut into several files), and
-# the shared pieces include none.  A backend's files are named after it:
-# they begin with the first three letters of its name (inotify.c, inotree.c).
+# 3. A backend's headers (NAME.h, its pure parts; NAME-int.h, private to its
+# files) are included by its own files only: NAME.c and NAME-*.[ch], the
+# parts of a backend split into several files.  The shared pieces include
+# no backend's header.
 hits=$(for f in backends/*.c backends/*.h; do
-	self=$(basename "$f")
+	self=$(basename "$f"); self=${self%.*}; owner=${self%%-*}
 	for b in $backends; do
-		case $self in "$(echo "$b" | cut -c1-3)"*) continue ;; esac
-		quoted "$f" | grep -E ":(.*/)?$b(-int)?\\.h\$"
+		[ "$b" = "$owner" ] || quoted "$f" | grep -E ":(.*/)?$b(-[^/]*)?\\.h\$"
 	done
 done)
 rule "backends/: no file includes another backend's header (HACKING: backends/)" "$hits"

@@ -53,7 +53,9 @@ $top/libnotifyx/map.c $top/libnotifyx/names.c $top/backends/scan.c $top/backends
 $top/backends/inotify.c $top/backends/inotify-tree.c $top/backends/inotify-move.c \
 $top/backends/inotify-hold.c $top/backends/treepath.c \
 $top/backends/snapshot.c $top/backends/snapdiff.c $top/backends/scanner.c $top/backends/poll.c $top/backends/dnotify.c $top/backends/dnsig.c \
-$top/backends/fanotify.c $top/backends/rescan.c $top/backends/registry.c"
+$top/backends/fanotify.c $top/backends/fanotify-decode.c $top/backends/fanotify-fs.c \
+$top/backends/fanotify-event.c $top/backends/fanotify-move.c $top/backends/fanotify-repair.c \
+$top/backends/rescan.c $top/backends/registry.c"
 
 if ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$B/gen/probe.c" ||
    ! $CC $CFLAGS_FUZZ "$B/gen/probe.c" -o "$B/gen/probe" 2>"$B/gen/probe.log"; then

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fanotify backend (fanotify.c): dispatching the kernel's events, the
+ * held roots, and reading (process()). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fanotify-int.h"
+#include "ktree.h"
+
+/* ---- dispatching kernel events ---- */
+
+size_t nx_fan_subscribers(struct notifyx *nx, const struct kobj *k, int i)
+{
+	struct fan *fa = fan_of(nx);
+	size_t n = 0;
+
+	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext) {
+		if (n == fa->vec_cap[i]) {
+			size_t cap = n ? n * 2 : 8;
+			struct nx_node **v = realloc(fa->vec[i], cap * sizeof(*v));
+			if (!v) {
+				for (; s; s = s->knext)
+					nx_lost(nx, s->watch);
+				break;
+			}
+			fa->vec[i] = v;
+			fa->vec_cap[i] = cap;
+		}
+		fa->vec[i][n++] = s;
+	}
+	return n;
+}
+
+/* ---- held roots ---- */
+
+/* Holds directory root w, open at fd (see struct fwatch): 0, or -1 when no
+ * descriptor is left. */
+int nx_fan_hold_root(struct notifyx *nx, struct nx_watch *w, int fd)
+{
+	struct fwatch *fw = w->bdata;
+	int pfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char kpath[32], *path = fan_of(nx)->path[3], *slash;
+	ssize_t len;
+
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if (pfd >= 0 && nx_fan_mnt_of(pfd) != nx_fan_mnt_of(fd) &&
+	    (len = readlink(kpath, path, PATH_MAX - 1)) > 1 && path[0] == '/') {
+		path[len] = '\0';
+		slash = strrchr(path, '/');
+		if ((fw->hname = strdup(slash + 1))) {
+			fw->hfd = pfd;
+			return 0;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	fw->hfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return fw->hfd < 0 ? -1 : 0;
+}
+
+/*
+ * A directory held open is not deleted for the kernel until it is closed:
+ * its FAN_DELETE_SELF waits for the library's descriptor (measured, kernel
+ * 6.18: rmdir of a marked directory held O_PATH gives no event at all until
+ * the close).  Its deletion is seen as the FAN_DELETE in its parent, which
+ * names it by identifier (root_deleted): filesystem marks hear it anyway;
+ * inode marks mark the parent for it (the guard), and mark the new parent
+ * after a MOVE_SELF.  A root whose parent cannot be marked (not readable,
+ * no mark left) is held anyway, with an ERROR on "": its deletion will not
+ * be seen.  A root held through its parent (a mount root) is not held
+ * itself.
+ */
+void nx_fan_guard_root(struct notifyx *nx, struct nx_watch *w)
+{
+	struct fwatch *fw = w->bdata;
+	int pfd;
+
+	if (!fw || fw->hfd < 0 || fw->hname || fw->fsmode)
+		return;
+	pfd = openat(fw->hfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd >= 0 &&
+	    nx_fan_mark_fd(fan_of(nx), FAN_MARK_ADD, FAN_DELETE | FAN_ONDIR, pfd) == 0) {
+		unsigned char id[ID_MAX];
+		size_t len;
+		/* Kept when the parent's own mark goes (nx_fan_detach). */
+		fw->guard = nx_fan_fd_id(pfd, id, &len) == 0 ? nx_fan_key(id, len) : 0;
+		close(pfd);
+		return;
+	}
+	/* The root is still reached through what is held (dropping it would
+	 * leave the watch to the absolute path), but nothing would tell its
+	 * deletion: say so, as inotify does. */
+	int err = errno;
+	if (pfd >= 0)
+		close(pfd);
+	nx_kt_error(nx, w, "", err);
+}
+
+/* FAN_DELETE of directory k: the watches whose held root it was end. */
+static void root_deleted(struct notifyx *nx, struct kobj *k)
+{
+	size_t count = nx_fan_subscribers(nx, k, 1);
+	struct stat st;
+
+	for (size_t i = 0; i < count; i++) {
+		struct nx_node *n = fan_of(nx)->vec[1][i];
+		struct fwatch *fw = n->watch->bdata;
+		if (n->dead || n->parent || n->watch->ended || !fw || fw->hfd < 0 || fw->hname ||
+		    fstat(fw->hfd, &st) < 0 || st.st_nlink)
+			continue;
+		nx_emit(nx, n->watch, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, n->watch);
+	}
+}
+
+/* Does name exist in n's directory now? */
+static bool exists_now(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	int fd = nx_fan_open_node(nx, n);
+	char nm[NAME_MAX + 1];
+	struct stat st;
+	bool there;
+
+	if (fd < 0 || len > NAME_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	there = fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return there;
+}
+
+/* An event on entry name of node n's directory. */
+static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, const char *name,
+			size_t nlen)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = n->watch;
+	bool isdir = mask & FAN_ONDIR;
+	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
+	size_t len = nx_fan_entry_path(fa, n, name, nlen, 0), count;
+	bool both = (mask & FAN_CREATE) && (mask & FAN_DELETE);
+
+	if (len == SIZE_MAX) {
+		if (mask & FAN_CREATE)
+			nx_fan_too_long(nx, n);
+		return;
+	}
+	if ((mask & FAN_CREATE) && nx_fan_sup_take(fa, n, name, nlen))
+		mask &= ~(uint64_t)FAN_CREATE; /* a listing reported it already */
+	count = nx_fan_split(mask, both && exists_now(nx, n, name, nlen), types);
+	for (size_t i = 0; i < count && !w->ended && !n->dead; i++) {
+		/* nx_fan_entry_path again: nx_fan_add_subdir and emit may have used path[0] */
+		len = nx_fan_entry_path(fa, n, name, nlen, 0);
+		if (types[i] == NOTIFYX_DELETE) {
+			nx_fan_sup_take(fa, n, name, nlen);
+			nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, fa->path[0], len, NULL, 0);
+			if (isdir)
+				nx_fan_bury(nx, nx_node_find(&nx->paths, n, name, nlen));
+		} else if (types[i] == NOTIFYX_CREATE) {
+			nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, fa->path[0], len, NULL, 0);
+			if (isdir && nx_fan_fs_mode(w))
+				nx_fan_node_by_id(nx, n, name, nlen, fa->cur_fid);
+			else if (isdir && !nx_excluded(nx, w, fa->path[0], name))
+				nx_fan_add_subdir(nx, n, name, nlen, true, true);
+		} else {
+			nx_emit(nx, w, types[i], flags, 0, 0, fa->path[0], len, NULL, 0);
+		}
+	}
+}
+
+/* An event on the object of node n itself (a watch root, or a directory
+ * that its parent names). */
+static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, bool isdir)
+{
+	struct nx_watch *w = n->watch;
+	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
+	size_t count;
+
+	if (n->parent) {
+		/* Named by its parent; its end comes as the parent's DELETE or RENAME. */
+		mask &= ~(uint64_t)(FAN_CREATE | FAN_DELETE | FAN_DELETE_SELF | FAN_MOVE_SELF);
+		if (mask)
+			child_event(nx, n->parent, mask | (isdir ? FAN_ONDIR : 0), n->name, n->name_len);
+		return;
+	}
+	count = nx_fan_split(mask & ~(uint64_t)(FAN_CREATE | FAN_DELETE), false, types);
+	for (size_t i = 0; i < count; i++)
+		nx_emit(nx, w, types[i], flags, 0, 0, "", 0, NULL, 0);
+	if (mask & FAN_MOVE_SELF) {
+		nx_emit(nx, w, NOTIFYX_MOVE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		if (!w->ended) /* (a ONESHOT watch ended in nx_emit) */
+			nx_fan_guard_root(nx, w);
+	}
+	if (mask & FAN_DELETE_SELF) {
+		nx_emit(nx, w, NOTIFYX_DELETE_SELF, flags, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, w);
+	}
+}
+
+static void plain_event(struct notifyx *nx, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k;
+	size_t count;
+	bool dot = r->name.len == 1 && r->name.name[0] == '.';
+
+	fa->cur_fid = r->fid.len ? &r->fid : NULL;
+
+	if (r->dfid.len && (dot || !r->name.len)) {
+		/* The directory itself. */
+		uint64_t mask = r->mask;
+		if (!(k = nx_fan_kobj_get(nx, &r->dfid)))
+			return;
+		if (nx_map_get(&fa->listed, k->key))
+			mask &= ~(uint64_t)(FAN_OPEN | FAN_ACCESS | FAN_CLOSE_NOWRITE);
+		count = nx_fan_subscribers(nx, k, 0);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[0][i]->dead)
+				self_event(nx, fa->vec[0][i], mask, true);
+		return;
+	}
+	if (r->dfid.len && (k = nx_fan_kobj_get(nx, &r->dfid))) {
+		count = nx_fan_subscribers(nx, k, 0);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[0][i]->dead)
+				child_event(nx, fa->vec[0][i], r->mask, r->name.name, r->name.len);
+	}
+	if ((r->mask & FAN_DELETE) && r->fid.len && (k = nx_fan_kobj_find(fa, &r->fid)) && k->isdir)
+		root_deleted(nx, k);
+	/* A watched file (the object of the event) hears of itself. */
+	if (r->fid.len && (k = nx_fan_kobj_find(fa, &r->fid)) && !k->isdir) {
+		count = nx_fan_subscribers(nx, k, 1);
+		for (size_t i = 0; i < count; i++)
+			if (!fa->vec[1][i]->dead && !fa->vec[1][i]->parent)
+				self_event(nx, fa->vec[1][i], r->mask, false);
+	}
+}
+
+/* ---- reading ---- */
+
+/*
+ * The kernel merges an unread deletion into the unread event of the same
+ * object at the same name (its creation, say), ahead of the renames that
+ * came between, which are never merged: an object made, exchanged away and
+ * back, then deleted, would be deleted before its exchanges.  With the
+ * identifiers of the objects renamed (FAN_REPORT_TARGET_FID), a deletion
+ * whose object a later FAN_RENAME in buf moves comes after the last of
+ * them (the object was back at that name when it went): the position
+ * after which it comes, or SIZE_MAX when it comes where it is.
+ */
+static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	uintptr_t at;
+
+	if (!(r->mask & FAN_DELETE) || !r->fid.len)
+		return SIZE_MAX;
+	while (fa->ren_indexed < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, fa->ren_indexed, &x);
+		if (!x.size)
+			break;
+		if (ok && (x.mask & FAN_RENAME) && x.fid.len)
+			nx_map_put(&fa->renames, x.fid.key, (void *)(fa->ren_indexed + 1));
+		fa->ren_indexed += x.size;
+	}
+	at = (uintptr_t)nx_map_get(&fa->renames, r->fid.key);
+	if (at-- <= pos + 1 || !nx_fan_decode(fa->buf, fa->len, at, &x) ||
+	    !nx_fan_same_id(&x.fid, &r->fid))
+		return SIZE_MAX;
+	return at;
+}
+
+/* Queues the deletion of the record at pos to come after the record at
+ * after: false when it cannot be remembered (it then comes where it is). */
+static bool defer_delete(struct fan *fa, size_t pos, size_t after)
+{
+	if (fa->nlate == fa->late_cap) {
+		size_t cap = fa->late_cap ? 2 * fa->late_cap : 16;
+		struct late *v = realloc(fa->late, cap * sizeof(*v));
+		if (!v)
+			return false;
+		fa->late = v;
+		fa->late_cap = cap;
+	}
+	fa->late[fa->nlate++] = (struct late){ pos, after };
+	return true;
+}
+
+/* The deferred deletions whose rename was handled (all with all). */
+static void late_deletes(struct notifyx *nx, size_t pos, bool all)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec r;
+	size_t j = 0;
+
+	for (size_t i = 0; i < fa->nlate; i++) {
+		if (!all && fa->late[i].after >= pos) {
+			fa->late[j++] = fa->late[i];
+			continue;
+		}
+		if (nx_fan_decode(fa->buf, fa->len, fa->late[i].pos, &r)) {
+			r.mask &= FAN_DELETE | FAN_ONDIR;
+			plain_event(nx, &r);
+		}
+	}
+	fa->nlate = j;
+}
+
+/* The last record of buf is a FAN_RENAME: the second FAN_RENAME of an
+ * exchange is queued by the same system call just after the first, and a
+ * read can come between the two.  True when the kernel has more within a
+ * millisecond (once per record: then read it, and pair them). */
+static bool second_half(struct fan *fa)
+{
+	struct pollfd p = { .fd = fa->fd, .events = POLLIN };
+
+	if (fa->more)
+		return true;
+	if (fa->waited)
+		return false;
+	fa->waited = true;
+	return poll(&p, 1, 1) > 0;
+}
+
+/* Handles the records in buf. */
+static void handle_records(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	size_t pos = 0, after;
+	struct fanrec r;
+
+	nx_map_free(&fa->renames);
+	fa->ren_indexed = 0;
+	while (pos < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
+		fa->next = pos + r.size;
+		if (pos == fa->paired && pos) { /* handled with its first half */
+			fa->paired = 0;
+			pos += r.size;
+			continue;
+		}
+		if (ok && (r.mask & FAN_RENAME) && nx_fan_next_rename(fa, pos, &r) == SIZE_MAX &&
+		    second_half(fa))
+			break; /* handled with what the next read brings */
+		if (!ok) {
+			/* The kernel returns whole records only: a record that
+			 * does not decode is skipped by its length, or ends the
+			 * batch when that length cannot be trusted. */
+			pos = r.size ? pos + r.size : fa->len;
+			continue;
+		}
+		if (r.mask & FAN_Q_OVERFLOW) {
+			nx_lost_all(nx);
+			pos += r.size;
+		} else if (r.mask & FAN_RENAME) {
+			pos += nx_fan_rename_event(nx, pos, &r);
+		} else {
+			if ((after = delete_after(fa, pos, &r)) != SIZE_MAX &&
+			    defer_delete(fa, pos, after))
+				r.mask &= ~(uint64_t)FAN_DELETE;
+			plain_event(nx, &r);
+			pos += r.size;
+		}
+		if (fa->nlate)
+			late_deletes(nx, pos, false);
+	}
+	late_deletes(nx, pos, true); /* their renames wait for the next read */
+	nx_map_free(&fa->renames);
+	fa->paired = 0;
+	nx_fan_consume(fa, pos);
+}
+
+int nx_fan_process(struct notifyx *nx, unsigned flags)
+{
+	struct fan *fa = fan_of(nx);
+	int ret = 0, err = 0;
+	bool dry = false;
+
+	nx_fan_check_mounts(nx);
+	for (unsigned rounds = 1;; rounds++) {
+		ssize_t n = nx_fan_read(fa, READ_BUF);
+		if (n < 0) {
+			ret = -1;
+			err = errno;
+			break;
+		}
+		if (!n && !fa->len) {
+			if (nx_fan_close_mount_fds(fa))
+				continue; /* read their CLOSE_NOWRITE, then be dry */
+			dry = true;
+			break;
+		}
+		handle_records(nx);
+		/* A filesystem mark hears the whole filesystem: one busier than
+		 * the library can follow would keep a read that finds nothing
+		 * for its watches going for ever.  The descriptor stays
+		 * readable; the next call goes on (API.md: an event loop never
+		 * hangs in notifyx_read). */
+		if ((nx->queue.count || rounds >= PROCESS_ROUNDS) && !fa->len)
+			break;
+	}
+	/* Nothing stays open between calls (an open directory would keep its
+	 * filesystem from being unmounted); not read dry, the CLOSE_NOWRITE
+	 * that comes is still dropped, as the listed set lives until then. */
+	nx_fan_close_mount_fds(fa);
+	if (dry)
+		nx_fan_dry_point(nx);
+	errno = err;
+	return ret;
+}

@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fanotify backend (fanotify.c): reading the kernel queue, and the
+ * directories of filesystem marks, found on demand. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fanotify-int.h"
+#include "ktree.h"
+#include "treepath.h"
+
+/* ---- reading the kernel queue ---- */
+
+/* Indexes the directory moves among the records read since the last call.
+ * Only resolve() looks for them, and calls it: reading decodes nothing
+ * twice when no directory is to be found. */
+static void index_moves(struct fan *fa)
+{
+	struct fanrec r;
+
+	while (fa->indexed < fa->len) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, fa->indexed, &r);
+		if (!r.size) /* a length that cannot be trusted: see handle_records */
+			break;
+		if (ok && (r.mask & FAN_RENAME) && (r.mask & FAN_ONDIR) && r.fid.len &&
+		    r.odfid.len && r.oname.len) {
+			if (fa->npending == fa->pend_cap) {
+				size_t cap = fa->pend_cap ? 2 * fa->pend_cap : 64;
+				struct pending *v = realloc(fa->pending, cap * sizeof(*v));
+				if (!v) {
+					fa->unsure = true;
+					break;
+				}
+				fa->pending = v;
+				fa->pend_cap = cap;
+			}
+			fa->pending[fa->npending++] = (struct pending){ fa->indexed, r.fid.key };
+		}
+		fa->indexed += r.size;
+	}
+	fa->indexed = fa->len;
+}
+
+/* One read of the kernel queue into buf, after what it holds: the bytes
+ * read, 0 when there was nothing, -1 on error. */
+ssize_t nx_fan_read(struct fan *fa, size_t size)
+{
+	ssize_t n;
+
+	do
+		n = read(fa->fd, fa->buf + fa->len, size);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		n = 0;
+	if (n <= 0) {
+		fa->more = false;
+		return n;
+	}
+	fa->len += (size_t)n;
+	/* A read that filled its room: the kernel may hold more, such as the
+	 * second FAN_RENAME of an exchange. */
+	fa->more = size - (size_t)n < 4096;
+	return n;
+}
+
+/* Reads the kernel queue dry into buf, behind the records not handled yet,
+ * so that the directory moves that followed the record being handled are
+ * known: false when it could not (buf full, an error). */
+static bool read_ahead(struct fan *fa)
+{
+	for (;;) {
+		ssize_t n;
+		if (READ_AHEAD_MAX - fa->len < READ_BUF)
+			return false;
+		if ((n = nx_fan_read(fa, READ_BUF)) <= 0)
+			return n == 0 && !fa->unsure;
+		fa->ahead = true;
+	}
+}
+
+/* The records before pos were handled: they leave buf. */
+void nx_fan_consume(struct fan *fa, size_t pos)
+{
+	size_t j = 0;
+
+	memmove(fa->buf, fa->buf + pos, fa->len - pos);
+	fa->len -= pos;
+	fa->indexed = fa->indexed > pos ? fa->indexed - pos : 0;
+	for (size_t i = fa->pend_start; i < fa->npending; i++) {
+		if (fa->pending[i].pos >= pos) {
+			fa->pending[j] = fa->pending[i];
+			fa->pending[j++].pos -= pos;
+		}
+	}
+	fa->npending = j;
+	fa->pend_start = 0;
+	if (pos)
+		fa->waited = false;
+	if (!fa->len) {
+		fa->unsure = false;
+		if (fa->ahead) /* give back what a read ahead used */
+			madvise(fa->buf, READ_AHEAD_MAX, MADV_DONTNEED);
+		fa->ahead = false;
+	}
+}
+
+/* ---- filesystem marks: directories found on demand ----
+ *
+ * A filesystem mark reports every directory of the filesystem.  A directory
+ * the path table does not know is opened by its handle, its path read from
+ * /proc/self/fd, and looked for under the roots of the watches that use
+ * filesystem marks: inside one, the nodes on the way are made (and cached:
+ * a rename anywhere moves one node); outside all, its key is remembered in
+ * the "outside" set, so that later events there cost one hash lookup.  A
+ * directory renamed may bring what was outside inside: the set is then
+ * forgotten. */
+
+#define OUTSIDE_MAX 65536
+
+/* Opens the directory that handles of fm are decoded against.  It must be a
+ * real open (not O_PATH), which the filesystem mark reports: that OPEN and
+ * CLOSE_NOWRITE are the library's own, dropped like a listing's. */
+static int mount_fd(struct fan *fa, struct fsmark *fm)
+{
+	if (fm->mfd < 0) {
+		nx_map_put(&fa->listed, fm->dirkey, (void *)1);
+		fm->mfd = open(fm->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	}
+	return fm->mfd;
+}
+
+/* The descriptors of mount_fd() stay open while the kernel queue is being
+ * read (a burst of new directories costs no open each), and are closed
+ * before it is read dry, so that their CLOSE_NOWRITE is read (and dropped)
+ * too: true when there was one. */
+bool nx_fan_close_mount_fds(struct fan *fa)
+{
+	struct fsmark *fm;
+	size_t pos = 0;
+	bool any = false;
+
+	while (nx_map_next(&fa->fsmarks, &pos, NULL, (void **)&fm)) {
+		if (fm->mfd >= 0) {
+			close(fm->mfd);
+			fm->mfd = -1;
+			any = true;
+		}
+	}
+	return any;
+}
+
+struct fsmark *nx_fan_fsmark_of(const struct fan *fa, const unsigned char *fsid)
+{
+	struct fsmark *m = nx_map_get(&fa->fsmarks, nx_fan_key(fsid, 8));
+
+	return m && !memcmp(m->fsid, fsid, 8) ? m : NULL;
+}
+
+/* A directory on the way up from one being resolved. */
+struct link {
+	int fd;
+	char name[NAME_MAX + 1]; /* its name in the next one up */
+	size_t name_len;
+	size_t idlen;
+	uint64_t key;
+	unsigned char id[ID_MAX];
+};
+
+#define RESOLVE_DEPTH (PATH_MAX / 2)
+
+/* The first FAN_RENAME not handled yet that moves directory id (key): where
+ * it was when the event being handled happened.  False when none. */
+static bool pending_move(struct fan *fa, const unsigned char *id, size_t idlen, uint64_t key,
+			 struct fanrec *out)
+{
+	while (fa->pend_start < fa->npending && fa->pending[fa->pend_start].pos < fa->next)
+		fa->pend_start++;
+	for (size_t i = fa->pend_start; i < fa->npending; i++)
+		if (fa->pending[i].key == key &&
+		    nx_fan_decode(fa->buf, fa->len, fa->pending[i].pos, out) &&
+		    out->fid.len == idlen && !memcmp(out->fid.data, id, idlen))
+			return true;
+	return false;
+}
+
+/* True when one of the n directories of chain was moved by a record at pos
+ * from or after. */
+static bool moved_since(const struct fan *fa, size_t from, const struct link *chain, size_t n)
+{
+	for (size_t i = fa->npending; i-- > fa->pend_start && fa->pending[i].pos >= from;)
+		for (size_t j = 0; j < n; j++)
+			if (fa->pending[i].key == chain[j].key)
+				return true;
+	return false;
+}
+
+/* True when the directory of l is where the events read so far put it for
+ * the watches with filesystem marks: nothing above it needs to be known. */
+static bool anchored(const struct fan *fa, const struct link *l)
+{
+	struct fanid id = { l->id, l->idlen, l->key };
+	const struct kobj *k = nx_fan_kobj_find(fa, &id);
+
+	if (!k || k->gen != fa->fsgen)
+		return false;
+	for (const struct nx_node *s = k->subs; s; s = s->knext)
+		if (!s->dead && nx_fan_fs_mode(s->watch))
+			return true;
+	return false;
+}
+
+/* Opens (O_PATH) the object of identifier id on the filesystem of mfd, which
+ * must be a real open (the kernel takes no O_PATH one there).  Needs
+ * CAP_DAC_READ_SEARCH. */
+int nx_fan_open_id(int mfd, const unsigned char *id, size_t idlen)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[128];
+	} h;
+
+	if (idlen < 16 || idlen > 16 + sizeof(h.bytes))
+		return errno = EINVAL, -1;
+	memcpy(&h.fh.handle_bytes, id + 8, 4);
+	memcpy(&h.fh.handle_type, id + 12, 4);
+	if (h.fh.handle_bytes != idlen - 16)
+		return errno = EINVAL, -1;
+	memcpy(h.bytes, id + 16, h.fh.handle_bytes);
+	return open_by_handle_at(mfd, &h.fh, O_PATH | O_CLOEXEC);
+}
+
+int nx_fan_open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *id,
+		       size_t idlen)
+{
+	int mfd = mount_fd(fa, fm);
+
+	return mfd < 0 ? -1 : nx_fan_open_id(mfd, id, idlen);
+}
+
+/* The node of kobj k in watch w, if any. */
+static struct nx_node *node_in(const struct kobj *k, const struct nx_watch *w)
+{
+	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext)
+		if (s->watch == w && !s->dead)
+			return s;
+	return NULL;
+}
+
+/* Goes up from directory chain[0] (open, its identifier set) to the top of
+ * its filesystem, or to a directory anchored, as things were when the event
+ * being handled happened: by "..", or, where a move not handled yet moved a
+ * directory, by where it was before.  Returns the number of links; the fd
+ * of the last one is -1 when it was anchored by a move's record alone. */
+static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
+{
+	struct fan *fa = fan_of(nx);
+	char kpath[32], *path = fa->path[3];
+	size_t n = 1;
+
+	while (n < max) {
+		struct link *l = &chain[n - 1], *up = &chain[n];
+		struct fanrec pr;
+		struct stat st;
+		ssize_t len;
+		char *slash;
+		if (nx_map_get(&fa->outside, l->key) || (n > 1 && anchored(fa, l)))
+			break;
+		if (pending_move(fa, l->id, l->idlen, l->key, &pr)) {
+			struct fsmark *fm = nx_fan_fsmark_of(fa, l->id);
+			if (pr.oname.len > NAME_MAX || pr.odfid.len > ID_MAX)
+				break;
+			memcpy(l->name, pr.oname.name, pr.oname.len);
+			l->name[pr.oname.len] = '\0';
+			l->name_len = pr.oname.len;
+			memcpy(up->id, pr.odfid.data, pr.odfid.len);
+			up->idlen = pr.odfid.len;
+			up->key = pr.odfid.key;
+			/* Known where it was: its place may be all that is left of it. */
+			up->fd = -1;
+			if (anchored(fa, up))
+				return n + 1;
+			if (!fm || (up->fd = nx_fan_open_handle(fa, fm, up->id, up->idlen)) < 0)
+				break;
+			n++;
+			continue;
+		}
+		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", l->fd);
+		len = readlink(kpath, path, PATH_MAX - 1);
+		if (len <= 1 || path[0] != '/' || fstat(l->fd, &st) < 0 || !st.st_nlink)
+			break; /* the top, or gone */
+		path[len] = '\0';
+		slash = strrchr(path, '/');
+		l->name_len = strlen(slash + 1);
+		memcpy(l->name, slash + 1, l->name_len + 1);
+		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up->fd < 0)
+			break;
+		/* Up across mount points too: a filesystem mounted in a tree. */
+		if (nx_fan_fd_id(up->fd, up->id, &up->idlen) < 0 ||
+		    (up->idlen == l->idlen && !memcmp(up->id, l->id, l->idlen))) {
+			close(up->fd); /* the top */
+			break;
+		}
+		up->key = nx_fan_key(up->id, up->idlen);
+		n++;
+	}
+	return n;
+}
+
+static void close_chain(struct link *chain, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (chain[i].fd >= 0)
+			close(chain[i].fd);
+}
+
+#define CLIMB_TRIES 4
+
+/*
+ * The kobj of directory id, found on demand for the watches that use
+ * filesystem marks (see above); the kobj already known, or NULL, when it is
+ * outside them all or gone.
+ *
+ * The directory is placed where it was when the event being handled
+ * happened, not where it is now: the kernel queue is read ahead first, so
+ * that every move since is known (climb() goes up through where each
+ * directory was before its first move not handled yet), and read again
+ * after the climb, which is done again if one of its directories moved
+ * meanwhile.  When that cannot be made sure of, the watches are told
+ * (OVERFLOW) rather than given wrong paths.
+ */
+static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct fsmark *fm = id->len >= 16 ? nx_fan_fsmark_of(fa, id->data) : NULL;
+	struct link *chain;
+	struct nx_watch *w;
+	size_t n = 0, pos = 0;
+	bool inside = false, behind = false, sure;
+	int fd;
+
+	if (!fm || id->len > ID_MAX)
+		return nx_fan_kobj_find(fa, id);
+	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain))))
+		return nx_fan_kobj_find(fa, id);
+	sure = read_ahead(fa);
+	index_moves(fa);
+	for (int tries = 0;; tries++) {
+		size_t seen = fa->len;
+		if ((fd = nx_fan_open_handle(fa, fm, id->data, id->len)) < 0) {
+			/* Gone: a handle is never reused, nothing will be found
+			 * there. */
+			if (errno == ESTALE)
+				nx_map_put(&fa->outside, id->key, (void *)1);
+			free(chain);
+			return nx_fan_kobj_find(fa, id);
+		}
+		chain[0].fd = fd;
+		chain[0].idlen = id->len;
+		chain[0].key = id->key;
+		memcpy(chain[0].id, id->data, id->len);
+		n = climb(nx, chain, RESOLVE_DEPTH);
+		sure = read_ahead(fa) && sure;
+		index_moves(fa);
+		if (!moved_since(fa, seen, chain, n))
+			break;
+		if (tries == CLIMB_TRIES) {
+			sure = false;
+			break;
+		}
+		close_chain(chain, n);
+	}
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
+		struct fwatch *fw = w->bdata;
+		struct nx_node *node = NULL;
+		size_t top;
+		if (!fw || !fw->fsmode || w->ended || !w->root || !w->root->kref)
+			continue;
+		if (!sure)
+			nx_lost(nx, w);
+		/* From the highest of the chain the watch knows: its root, or a
+		 * directory anchored. */
+		for (top = n; top-- > 0;) {
+			struct fanid lid = { chain[top].id, chain[top].idlen, chain[top].key };
+			if (chain[top].key == ((struct kobj *)w->root->kref)->key)
+				node = w->root;
+			else
+				node = node_in(nx_fan_kobj_find(fa, &lid), w);
+			if (node)
+				break;
+		}
+		if (!node)
+			continue;
+		/* Down from there: nodes known by identifier are where the
+		 * events read so far put them; the others are made by name. */
+		for (size_t j = top; node && j-- > 0;) {
+			struct link *l = &chain[j];
+			struct fanid lid = { l->id, l->idlen, l->key };
+			struct nx_node *c = node_in(nx_fan_kobj_find(fa, &lid), w);
+			struct stat st;
+			if (c && c->parent == node)
+				goto next;
+			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
+			/* The table is made of listings, which can be ahead of
+			 * the event (made after it): a directory it does not
+			 * have where the event was is one that left a directory
+			 * before that was listed.  Its events are in the
+			 * listing of where it went, made when its move is read
+			 * (as with inode marks, which hear nothing of a
+			 * directory until they list it). */
+			if (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key)) {
+				behind = true;
+				node = NULL;
+				break;
+			}
+			if (!c) {
+				char *rel = fa->path[1];
+				size_t len = nx_fan_entry_path(fa, node, l->name, l->name_len, 1);
+				if (len == SIZE_MAX || nx_excluded(nx, w, rel, rel + len - l->name_len) ||
+				    ((w->flags & NOTIFYX_WATCH_XDEV) &&
+				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev))) {
+					node = NULL;
+					break;
+				}
+				if (!(c = nx_node_add(&nx->paths, node, l->name, l->name_len))) {
+					nx_lost(nx, w); /* its events cannot be placed */
+					node = NULL;
+					break;
+				}
+			}
+			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
+				nx_fan_detach(nx, c); /* the name held another directory */
+			if (!c->kref && nx_fan_attach(nx, c, l->fd, false) < 0) {
+				nx_lost(nx, w);
+				node = NULL;
+				break;
+			}
+next:
+			node = c;
+		}
+		inside |= node != NULL;
+	}
+	if (fa->outside.len >= OUTSIDE_MAX)
+		nx_map_free(&fa->outside);
+	for (size_t i = 0; i < n && !inside && !behind && sure; i++) /* nor is anything above it */
+		nx_map_put(&fa->outside, chain[i].key, (void *)1);
+	close_chain(chain, n);
+	free(chain);
+	struct kobj *k = nx_fan_kobj_find(fa, id);
+	if (k && inside)
+		k->gen = fa->fsgen;
+	return k;
+}
+
+/* A kobj known, or found on demand: once per kobj for the fsmode watches
+ * there are (fsgen counts their changes). */
+struct kobj *nx_fan_kobj_get(struct notifyx *nx, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct kobj *k = nx_fan_kobj_find(fa, id);
+
+	if (!fa->nfswatches || (k && k->gen == fa->fsgen) || nx_map_get(&fa->outside, id->key))
+		return k;
+	return resolve(nx, id);
+}
+
+
+/* The mount point of mount id (malloc'd), from /proc/self/mountinfo. */
+static char *mount_point(uint64_t id)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *mp = NULL;
+	size_t cap = 0;
+
+	if (!f || !id) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (!mp && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		if (!tok || strtoull(tok, NULL, 10) != id)
+			continue;
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok) {
+			nx_mountinfo_unescape(tok);
+			mp = strdup(tok);
+		}
+	}
+	free(line);
+	fclose(f);
+	return mp;
+}
+
+/* Marks the filesystem of the directory at path for w. */
+static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uint64_t mask)
+{
+	struct fan *fa = fan_of(nx);
+	struct fwatch *fw = w->bdata;
+	unsigned char id[ID_MAX];
+	struct fsmark *fm;
+	size_t len;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	if (nx_fan_fd_id(fd, id, &len) < 0)
+		goto fail;
+	struct fsmark **v = realloc(fw->marks, (fw->nmarks + 1) * sizeof(*v));
+	uint64_t *mv = v ? realloc(fw->mnts, (fw->nmarks + 1) * sizeof(*mv)) : NULL;
+	if (v)
+		fw->marks = v;
+	if (mv)
+		fw->mnts = mv;
+	if (!v || !mv) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	if (!(fm = nx_fan_fsmark_of(fa, id))) {
+		/* Handles are decoded against the mount point: unlike the
+		 * watch root, it cannot be renamed while mounted. */
+		char *mp = mount_point(nx_fan_mnt_of(fd));
+		if (!(fm = calloc(1, sizeof(*fm))) || !(fm->path = mp ? mp : strdup(path)) ||
+		    nx_map_put(&fa->fsmarks, nx_fan_key(id, 8), fm) < 0) {
+			if (fm)
+				free(fm->path);
+			else
+				free(mp);
+			free(fm);
+			errno = ENOMEM;
+			goto fail;
+		}
+		memcpy(fm->fsid, id, 8);
+		fm->mfd = -1;
+		fm->dirkey = nx_fan_key(id, len);
+		int mfd = open(fm->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (mfd >= 0 && nx_fan_fd_id(mfd, id, &len) == 0)
+			fm->dirkey = nx_fan_key(id, len);
+		if (mfd >= 0)
+			close(mfd);
+	}
+	if ((mask & ~fm->kmask) &&
+	    nx_fan_mark_fd(fa, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, fm->kmask | mask, fd) < 0) {
+		err = errno;
+		if (!fm->refs) {
+			nx_map_del(&fa->fsmarks, nx_fan_key(id, 8));
+			free(fm->path);
+			free(fm);
+		}
+		errno = err == EOPNOTSUPP ? ENODEV : err;
+		goto fail;
+	}
+	fm->kmask |= mask;
+	fm->refs++;
+	fw->marks[fw->nmarks] = fm;
+	fw->mnts[fw->nmarks++] = nx_fan_mnt_of(fd);
+	close(fd);
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+void nx_fan_fs_unmark(struct notifyx *nx, struct fwatch *fw)
+{
+	struct fan *fa = fan_of(nx);
+
+	for (size_t i = 0; i < fw->nmarks; i++) {
+		struct fsmark *fm = fw->marks[i];
+		if (--fm->refs)
+			continue;
+		if (!nx->forked && fa->fd >= 0)
+			fanotify_mark(fa->fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, fm->kmask,
+				      AT_FDCWD, fm->path);
+		nx_map_del(&fa->fsmarks, nx_fan_key(fm->fsid, 8));
+		if (fm->mfd >= 0)
+			close(fm->mfd);
+		free(fm->path);
+		free(fm);
+	}
+	fw->nmarks = 0;
+}
+
+/* Marks the filesystems mounted inside w's tree (not with XDEV). */
+static int fs_mark_submounts(struct notifyx *nx, struct nx_watch *w, uint64_t mask)
+{
+	struct fwatch *fw = w->bdata;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	if (!f)
+		return 0;
+	while (ret == 0 && getline(&line, &cap, f) > 0) {
+		char *mp = NULL, *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			mp = tok = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		nx_mountinfo_unescape(mp);
+		size_t len = strlen(mp);
+		if (len <= fw->root_len || memcmp(mp, fw->root, fw->root_len) ||
+		    (fw->root_len > 1 && mp[fw->root_len] != '/'))
+			continue;
+		if (nx_excluded(nx, w, mp + fw->root_len + (fw->root_len > 1),
+				strrchr(mp, '/') + 1))
+			continue;
+		if (fs_mark(nx, w, mp, mask) == 0)
+			continue;
+		if (errno == ENOMEM || errno == ENOSPC)
+			ret = -1;
+		else if (errno != ENOENT) /* say what is not watched */
+			nx_kt_error(nx, w, mp + fw->root_len + (fw->root_len > 1), errno);
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* Sets up w with filesystem marks, its root open at fd: 0, or -1 with
+ * errno; EPERM when this process may not (the caller then uses inode
+ * marks). */
+int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
+{
+	struct fan *fa = fan_of(nx);
+	struct fwatch *fw = w->bdata;
+	uint64_t mask = nx_fan_mask(w->events) | FAN_CREATE | FAN_DELETE | FAN_RENAME |
+			FAN_DELETE_SELF | FAN_ONDIR;
+	char kpath[32];
+	ssize_t len;
+	int err;
+
+	snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", fd);
+	if ((len = readlink(kpath, fa->path[3], PATH_MAX - 1)) <= 0 || fa->path[3][0] != '/' ||
+	    !(fw->root = strndup(fa->path[3], (size_t)len))) {
+		err = len <= 0 ? errno : ENOMEM;
+		errno = err ? err : ENOENT;
+		return -1;
+	}
+	fw->root_len = (size_t)len;
+	fw->fsmode = true;
+	if (nx_fan_attach(nx, w->root, fd, false) < 0 || fs_mark(nx, w, fw->root, mask) < 0 ||
+	    (!(w->flags & NOTIFYX_WATCH_XDEV) && fs_mark_submounts(nx, w, mask) < 0))
+		goto fail;
+	fa->nfswatches++;
+	fa->fsgen++;
+	nx_map_free(&fa->outside); /* some of it is inside now */
+	/* The tree is walked, listed or not: every directory is a node from
+	 * the start, so that the events of a directory deleted (or moved
+	 * away) before they are read are still placed (by identifier: it
+	 * cannot be found on demand any more), and a watch added later, whose
+	 * walk makes its own nodes current, takes nothing from this one.
+	 * fw->fsmode stays set on failure: the caller undoes the marks, and
+	 * does not fall back to inode marks, whose listing would repeat the
+	 * one already queued. */
+	fa->path[2][0] = '\0';
+	if (nx_fan_walk(nx, w->root, fd, ".", fa->path[2], 0, w->flags & NOTIFYX_WATCH_LIST,
+			true) < 0 ||
+	    w->ended)
+		return -1;
+	return 0;
+fail:
+	err = errno;
+	fw->fsmode = false;
+	nx_fan_fs_unmark(nx, fw);
+	nx_fan_detach(nx, w->root);
+	errno = err;
+	return -1;
+}
+
+/* Filesystem marks: a directory that an event names with its identifier (a
+ * mkdir, a rename) becomes a node at once, at the place the event gives, so
+ * that the table follows the events (no look-up by the path of now). */
+struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, const char *name,
+				  size_t len, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = parent->watch;
+	struct nx_node *c;
+	struct kobj *k;
+
+	if (!id || id->len < 16 || id->len > ID_MAX || !nx_fan_fs_mode(w))
+		return NULL;
+	c = nx_node_find(&nx->paths, parent, name, len);
+	if (c && c->kref && ((struct kobj *)c->kref)->key == id->key)
+		return c;
+	nx_fan_entry_path(fa, parent, name, len, 1);
+	if (nx_excluded(nx, w, fa->path[1], name))
+		return NULL;
+	if (c)
+		nx_fan_bury(nx, c); /* the name held another directory */
+	if (!(k = nx_fan_kobj_find(fa, id))) {
+		if (nx_map_get(&fa->kobjs, id->key))
+			return NULL;
+		if (!(k = calloc(1, sizeof(*k))) || nx_map_put(&fa->kobjs, id->key, k) < 0) {
+			free(k);
+			nx_lost(nx, w); /* its events cannot be placed */
+			return NULL;
+		}
+		k->key = id->key;
+		k->idlen = id->len;
+		memcpy(k->id, id->data, id->len);
+		k->isdir = true;
+		k->mnt_id = parent->kref ? ((struct kobj *)parent->kref)->mnt_id : 0;
+		k->gen = fa->fsgen;
+	}
+	/* Another node of this watch for it is stale. */
+	struct nx_node *s = node_in(k, w);
+	if (s && s->parent)
+		nx_fan_bury(nx, s);
+	if (!(k = nx_fan_kobj_find(fa, id)))
+		return nx_fan_node_by_id(nx, parent, name, len, id);
+	if (!(c = nx_node_add(&nx->paths, parent, name, len))) {
+		nx_lost(nx, w); /* its events cannot be placed */
+		return NULL;
+	}
+	c->kref = k;
+	c->knext = k->subs;
+	k->subs = c;
+	return c;
+}

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fanotify backend (fanotify.c): moves (FAN_RENAME, exchanges), and
+ * the mounts that went. */
+#include "config.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+
+#include "fanotify-int.h"
+#include "ktree.h"
+#include "treepath.h"
+
+/* ---- moves ---- */
+
+struct move {
+	const struct kobj *from, *to;
+	/* The directories' identifiers: from and to are looked up again by
+	 * them (move_from, move_to), since handling one part of a move can bury
+	 * a directory's last node, and with it the kobj (NULL: use from and to
+	 * as they are). */
+	const struct fanid *from_id, *to_id;
+	const char *fname, *tname;
+	size_t flen, tlen;
+	bool isdir, exchange, to_isdir;
+	uint32_t cookie;
+	const struct fanid *fid; /* the object moved, when known */
+	const struct fanid *tfid; /* an exchange: the object moved the other way */
+};
+
+/*
+ * A directory listed when an event is read is listed as it is then, after
+ * the events not read yet: the table can be ahead of the records read
+ * after, and what it has already must not be done twice.  A FAN_RENAME
+ * names both directories when both were marked when it happened (a
+ * directory moved out keeps its mark while no path leads to it), so the
+ * directory at one end may have been listed, with the move done, only
+ * after it happened (inotify reports nothing to a watch added later).  By
+ * identity: an arrival is done when the table has the object moved there
+ * already, a departure when it has another directory where it left.
+ */
+
+static const struct kobj *move_from(const struct fan *fa, const struct move *m)
+{
+	return m->from_id ? nx_fan_kobj_find(fa, m->from_id) : m->from;
+}
+
+static const struct kobj *move_to(const struct fan *fa, const struct move *m)
+{
+	return m->to_id ? nx_fan_kobj_find(fa, m->to_id) : m->to;
+}
+
+/* The kobj of the directory at n/name in the table, or NULL. */
+static const struct kobj *kobj_at(struct notifyx *nx, struct nx_node *n, const char *name,
+				  size_t len)
+{
+	struct nx_node *c = nx_node_find(&nx->paths, n, name, len);
+
+	return c && !c->dead ? c->kref : NULL;
+}
+
+/* One end of a move of object id: it left n/name (departure) or arrived
+ * there.  Done already in the table? */
+static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+		     const struct fanid *id, bool departure)
+{
+	const struct kobj *k = kobj_at(nx, n, name, len);
+
+	if (!id || !k)
+		return false;
+	return departure ? k != nx_fan_kobj_find(fan_of(nx), id) :
+			   k == nx_fan_kobj_find(fan_of(nx), id);
+}
+
+/* Directory n was listed while the records being read were read (since
+ * the kernel queue was last read dry): its listing may be ahead of them.
+ * A directory that left it but has no node there (the listing found
+ * something else, or nothing) may then be a file or nothing in the copy.
+ * (Filesystem marks without LIST make the nodes events name instead.) */
+static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
+{
+	struct fan *fa = fan_of(nx);
+	const struct kobj *k = n->kref;
+
+	if (!k || k->listed_at != fa->epoch ||
+	    nx_node_find(&nx->paths, n, name, len) ||
+	    nx_fan_entry_path(fa, n, name, len, 2) == SIZE_MAX)
+		return false;
+	return !nx_excluded(nx, n->watch, fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
+}
+
+/* True when the table has an end of move m done already, or may have (in
+ * some watch that sees both): the move is then done end by end. */
+static bool move_done_in_part(struct notifyx *nx, const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	size_t nf = nx_fan_subscribers(nx, move_from(fa, m), 0),
+	       nt = nx_fan_subscribers(nx, move_to(fa, m), 1);
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = fa->vec[0][i];
+		for (size_t j = 0; j < nt; j++) {
+			struct nx_node *b = fa->vec[1][j];
+			if (a->dead || b->dead || a->watch != b->watch)
+				continue;
+			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
+			    end_done(nx, b, m->tname, m->tlen, m->fid, false))
+				return true;
+			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
+					    end_done(nx, a, m->fname, m->flen, m->tfid, false)))
+				return true;
+			if ((m->isdir && dir_unknown_at(nx, a, m->fname, m->flen)) ||
+			    (m->exchange && m->to_isdir && dir_unknown_at(nx, b, m->tname, m->tlen)))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
+		    bool theirs, bool unseen)
+{
+	const struct move *m = r->ctx;
+	struct nx_watch *w = n->watch;
+	bool list = w->flags & NOTIFYX_WATCH_LIST;
+
+	/* (With filesystem marks, listed where it arrives when LIST asks.) */
+	nx_fan_list_moved_in(r->nx, n, name, len, theirs ? m->tfid : m->fid,
+		      unseen || nx_fan_fs_mode(w) ? list : (w->flags & NOTIFYX_WATCH_RECURSIVE));
+}
+
+static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			    const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	struct nx_kt_rename r = {
+		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
+		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
+		.exchange = m->exchange, .scratch = { fa->path[0], fa->path[1] },
+		.arrived = arrived, .bury = nx_fan_bury, .nx = nx, .ctx = m,
+	};
+
+	nx_fan_sup_take(fa, a, m->fname, m->flen);
+	nx_kt_rename(&r);
+}
+
+static void do_move(struct notifyx *nx, const struct move *m)
+{
+	struct fan *fa = fan_of(nx);
+	size_t nf = nx_fan_subscribers(nx, move_from(fa, m), 0),
+	       nt = nx_fan_subscribers(nx, move_to(fa, m), 1);
+	struct nx_node **from = fa->vec[0], **to = fa->vec[1];
+
+	for (size_t i = 0; i < nf; i++) {
+		struct nx_node *a = from[i], *b = NULL;
+		if (a->dead)
+			continue;
+		for (size_t j = 0; j < nt && !b; j++)
+			if (!to[j]->dead && to[j]->watch == a->watch)
+				b = to[j];
+		if (b) {
+			rename_in_watch(nx, a, b, m);
+			continue;
+		}
+		size_t len = nx_fan_entry_path(fa, a, m->fname, m->flen, 0);
+		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
+			continue;
+		nx_fan_sup_take(fa, a, m->fname, m->flen);
+		if (m->isdir)
+			nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nt ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+	}
+	for (size_t j = 0; j < nt; j++) {
+		struct nx_node *b = to[j];
+		bool paired = false;
+		if (b->dead)
+			continue;
+		for (size_t i = 0; i < nf && !paired; i++)
+			paired = from[i]->watch == b->watch;
+		if (paired)
+			continue;
+		size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
+		if (len == SIZE_MAX)
+			nx_fan_too_long(nx, b);
+		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
+			continue;
+		struct nx_watch *w = b->watch;
+		nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+			nx_fan_list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+				      w->flags & NOTIFYX_WATCH_LIST);
+	}
+}
+
+/* A move the table has part of: each end not done yet becomes a departure
+ * or an arrival (the departures first), as seen from one side only. */
+static void by_ends(struct notifyx *nx, const struct move *m)
+{
+	struct move out = { .from = m->from, .from_id = m->from_id, .fname = m->fname,
+			    .flen = m->flen, .isdir = m->isdir, .fid = m->fid };
+	struct move in = { .to = m->to, .to_id = m->to_id, .tname = m->tname, .tlen = m->tlen,
+			   .isdir = m->isdir, .fid = m->fid };
+	struct move back_out = { .from = m->to, .from_id = m->to_id, .fname = m->tname,
+				 .flen = m->tlen, .isdir = m->to_isdir, .fid = m->tfid };
+	struct move back_in = { .to = m->from, .to_id = m->from_id, .tname = m->fname,
+				.tlen = m->flen, .isdir = m->to_isdir, .fid = m->tfid };
+
+	do_move(nx, &out);
+	if (m->exchange)
+		do_move(nx, &back_out);
+	do_move(nx, &in);
+	if (m->exchange)
+		do_move(nx, &back_in);
+}
+
+bool nx_fan_same_id(const struct fanid *a, const struct fanid *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
+}
+
+static bool same_name(const struct fanname *a, const struct fanname *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
+}
+
+/* Records looked at after a FAN_RENAME for the second half of an exchange. */
+#define PAIR_WINDOW 64
+
+/*
+ * The position of the first FAN_RENAME after the one at pos (r): the
+ * second half of an exchange, if it is one.  Not always the next record:
+ * with filesystem marks, events of other processes on the filesystem can
+ * be queued between the two halves.  fa->len when there is none in the
+ * window; SIZE_MAX when buf ends before the window does.
+ */
+size_t nx_fan_next_rename(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	size_t at = pos + r->size;
+
+	for (int i = 0; i < PAIR_WINDOW; i++) {
+		if (at >= fa->len)
+			return SIZE_MAX;
+		nx_fan_decode(fa->buf, fa->len, at, &x);
+		if (!x.size)
+			return fa->len;
+		if (x.mask & FAN_RENAME)
+			return at;
+		at += x.size;
+	}
+	return fa->len;
+}
+
+/* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
+ * reverse of the first for another object: the identifiers of the objects
+ * moved (FAN_REPORT_TARGET_FID) tell it from a rename onto an existing name
+ * followed by a rename back (the same object twice), for files too, so it is
+ * reported as one RENAME with NOTIFYX_EVENT_EXCHANGE (API.md 0.2).  Returns
+ * the bytes of the records used. */
+size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec x;
+	struct move m = {
+		.fname = r->oname.name, .flen = r->oname.len,
+		.tname = r->nname.name, .tlen = r->nname.len,
+		.isdir = r->mask & FAN_ONDIR,
+		.fid = r->fid.len ? &r->fid : NULL,
+	};
+	size_t used = r->size;
+
+	/* Resolving a directory can bury nodes of the table, and with the last
+	 * node of an object the object itself: from and to are looked up again
+	 * by their identifiers wherever they are used. */
+	m.from = r->odfid.len ? nx_fan_kobj_get(nx, &r->odfid) : NULL;
+	m.to = r->ndfid.len ? nx_fan_kobj_get(nx, &r->ndfid) : NULL;
+	m.from_id = m.from ? &r->odfid : NULL;
+	m.to_id = m.to ? &r->ndfid : NULL;
+	m.from = move_from(fa, &m);
+	/* A directory moved from outside the trees into one brings what was
+	 * known to be outside inside; moves elsewhere change nothing of that. */
+	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
+		nx_map_free(&fa->outside);
+	if (!++fa->cookie)
+		fa->cookie = 1;
+
+	m.cookie = fa->cookie;
+	size_t xpos = nx_fan_next_rename(fa, pos, r);
+	if (xpos < fa->len && nx_fan_decode(fa->buf, fa->len, xpos, &x) &&
+	    nx_fan_same_id(&x.odfid, &r->ndfid) && nx_fan_same_id(&x.ndfid, &r->odfid) &&
+	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&
+	    r->fid.len && x.fid.len && !nx_fan_same_id(&r->fid, &x.fid)) {
+		m.exchange = true;
+		m.to_isdir = x.mask & FAN_ONDIR;
+		m.tfid = &x.fid;
+		if (xpos == pos + r->size)
+			used += x.size;
+		else
+			fa->paired = xpos; /* skipped when reached */
+		/* Seen from one side only, it is a departure and an arrival at one
+		 * name there: the departure first. */
+		if (!m.from != !m.to) {
+			const struct fanid *id = m.from ? &r->odfid : &r->ndfid;
+			const struct kobj *k = m.from ? m.from : m.to;
+			const char *name = m.from ? m.fname : m.tname;
+			size_t len = m.from ? m.flen : m.tlen;
+			bool leaves = m.from ? m.isdir : m.to_isdir;
+			bool arrives = m.from ? m.to_isdir : m.isdir;
+			struct move out = { .from = k, .from_id = id, .fname = name, .flen = len,
+					    .isdir = leaves, .fid = m.from ? m.fid : m.tfid };
+			struct move in = { .to = k, .to_id = id, .tname = name, .tlen = len,
+					   .isdir = arrives, .fid = m.from ? m.tfid : m.fid };
+			do_move(nx, &out);
+			do_move(nx, &in);
+			return used;
+		}
+	}
+	if (move_done_in_part(nx, &m))
+		by_ends(nx, &m);
+	else
+		do_move(nx, &m);
+	return used;
+}
+
+/* ---- mounts ---- */
+
+/* A filesystem went: watches whose root was on it end with UNMOUNT; inside a
+ * tree, the mount point is watched as it now is, with an OVERFLOW. */
+void nx_fan_check_mounts(struct notifyx *nx)
+{
+	struct fan *fa = fan_of(nx);
+	struct pollfd p = { .fd = fa->mnt_check, .events = POLLPRI };
+	struct nx_map set = { 0 };
+	struct nx_node **gone = NULL;
+	size_t ngone = 0, cap = 0, pos = 0;
+	struct kobj *k;
+
+	if (fa->mnt_check < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
+		return;
+	if (!nx_mounts_read(fa->mnt_check, &set)) {
+		nx_map_free(&set);
+		return;
+	}
+	while (nx_map_next(&fa->kobjs, &pos, NULL, (void **)&k)) {
+		if (!k->mnt_id || nx_map_get(&set, k->mnt_id + 1))
+			continue;
+		for (struct nx_node *s = k->subs; s; s = s->knext) {
+			/* Only where the vanished mount begins. */
+			if (s->parent && s->parent->kref &&
+			    ((struct kobj *)s->parent->kref)->mnt_id == k->mnt_id)
+				continue;
+			if (ngone == cap) {
+				cap = cap ? cap * 2 : 8;
+				struct nx_node **v = realloc(gone, cap * sizeof(*v));
+				if (!v)
+					break;
+				gone = v;
+			}
+			gone[ngone++] = s;
+		}
+	}
+	/* Filesystems marked inside fsmode trees: what vanished is not listed. */
+	struct nx_watch *fw_w;
+	pos = 0;
+	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&fw_w)) {
+		struct fwatch *fw = fw_w->bdata;
+		for (size_t i = 1; fw && fw->fsmode && i < fw->nmarks; i++) {
+			if (fw->mnts[i] && !nx_map_get(&set, fw->mnts[i] + 1)) {
+				fw->mnts[i] = 0;
+				nx_lost(nx, fw_w);
+			}
+		}
+	}
+	nx_map_free(&set);
+	for (size_t i = 0; i < ngone; i++) {
+		struct nx_node *n = gone[i];
+		struct nx_watch *w = n->watch;
+		if (n->dead || w->ended)
+			continue;
+		if (!n->parent) {
+			nx_emit(nx, w, NOTIFYX_UNMOUNT, 0, 0, 0, "", 0, NULL, 0);
+			nx_end_watch(nx, w);
+			continue;
+		}
+		struct nx_node *parent = n->parent;
+		char name[NAME_MAX + 1];
+		size_t len = n->name_len;
+		memcpy(name, n->name, len);
+		nx_fan_bury(nx, n);
+		nx_lost(nx, w);
+		nx_fan_add_subdir(nx, parent, name, len, false, false);
+	}
+	free(gone);
+}
