@@ -125,80 +125,91 @@ static void rm_tree(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-static const uint32_t backends[] = { NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY,
-				     NOTIFYX_BACKEND_DNOTIFY, NOTIFYX_BACKEND_POLL };
+/* Runs case on every backend this machine can open, each with a new spied
+ * handle and a new tree (top, with top/sub); the case ends the watch it adds
+ * and returns it.  Each end must detach its watch once, outside the
+ * dispatch. */
+static void on_every_backend(int (*run)(struct notifyx *nx))
+{
+	static const uint32_t backends[] = { NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY,
+					     NOTIFYX_BACKEND_DNOTIFY, NOTIFYX_BACKEND_POLL };
+
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		struct notifyx *nx = open_spied(backends[i]);
+
+		if (!nx)
+			continue;
+		tree();
+		run(nx);
+		assert_int_equal(detached, 1);
+		assert_int_equal(detached_inside, 0);
+		assert_int_equal(notifyx_close(nx), 0);
+		rm_tree();
+	}
+}
 
 /* A recursive ONESHOT watch fires on the first of a batch of creations in
  * several directories: the rest of the batch is dispatched after it ended. */
-static void oneshot_in_a_batch(void **state)
+static int oneshot_in_a_batch_on(struct notifyx *nx)
 {
-	(void)state;
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		struct notifyx *nx = open_spied(backends[i]);
-		char sub[128];
-		int wd;
+	char sub[128];
+	int wd;
 
-		if (!nx)
-			continue;
-		tree();
-		snprintf(sub, sizeof(sub), "%s/sub", top);
-		assert_true((wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE,
-						    NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONESHOT)) > 0);
-		for (int k = 0; k < 20; k++) {
-			char name[16];
-			snprintf(name, sizeof(name), "f%d", k);
-			touch(k % 2 ? top : sub, name);
-		}
-		assert_int_equal(read_until_ignored(nx, wd), 2); /* one CREATE, IGNORED */
-		assert_int_equal(detached, 1);
-		assert_int_equal(detached_inside, 0);
-		assert_int_equal(notifyx_close(nx), 0);
-		rm_tree();
+	snprintf(sub, sizeof(sub), "%s/sub", top);
+	assert_true((wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE,
+					    NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_ONESHOT)) > 0);
+	for (int k = 0; k < 20; k++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%d", k);
+		touch(k % 2 ? top : sub, name);
 	}
+	assert_int_equal(read_until_ignored(nx, wd), 2); /* one CREATE, IGNORED */
+	return wd;
 }
 
 /* A root deleted with its tree: the end comes from inside the dispatch. */
-static void root_deleted(void **state)
+static int root_deleted_on(struct notifyx *nx)
 {
-	(void)state;
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		struct notifyx *nx = open_spied(backends[i]);
-		int wd;
+	int wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_DELETE_SELF,
+				   NOTIFYX_WATCH_RECURSIVE);
 
-		if (!nx)
-			continue;
-		tree();
-		assert_true((wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_DELETE_SELF,
-						    NOTIFYX_WATCH_RECURSIVE)) > 0);
-		touch(top, "a");
-		rm_tree();
-		assert_true(read_until_ignored(nx, wd) >= 2);
-		assert_int_equal(detached, 1);
-		assert_int_equal(detached_inside, 0);
-		assert_int_equal(notifyx_close(nx), 0);
-	}
+	assert_true(wd > 0);
+	touch(top, "a");
+	rm_tree();
+	assert_true(read_until_ignored(nx, wd) >= 2);
+	tree(); /* (for on_every_backend to remove) */
+	return wd;
 }
 
 /* notifyx_rm_watch detaches at once, once. */
+static int removed_by_the_application_on(struct notifyx *nx)
+{
+	int wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE, NOTIFYX_WATCH_RECURSIVE);
+
+	assert_true(wd > 0);
+	assert_int_equal(notifyx_rm_watch(nx, wd), 0);
+	assert_int_equal(detached, 1);
+	assert_int_equal(detached_inside, 0);
+	assert_int_equal(read_until_ignored(nx, wd), 1);
+	return wd;
+}
+
+static void oneshot_in_a_batch(void **state)
+{
+	(void)state;
+	on_every_backend(oneshot_in_a_batch_on);
+}
+
+static void root_deleted(void **state)
+{
+	(void)state;
+	on_every_backend(root_deleted_on);
+}
+
 static void removed_by_the_application(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		struct notifyx *nx = open_spied(backends[i]);
-		int wd;
-
-		if (!nx)
-			continue;
-		tree();
-		assert_true((wd = notifyx_add_watch(nx, top, NOTIFYX_CREATE,
-						    NOTIFYX_WATCH_RECURSIVE)) > 0);
-		assert_int_equal(notifyx_rm_watch(nx, wd), 0);
-		assert_int_equal(detached, 1);
-		assert_int_equal(detached_inside, 0);
-		assert_int_equal(read_until_ignored(nx, wd), 1);
-		assert_int_equal(notifyx_close(nx), 0);
-		rm_tree();
-	}
+	on_every_backend(removed_by_the_application_on);
 }
 
 int main(void)
