@@ -74,25 +74,6 @@ static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, si
 			   k == nx_fan_kobj_find(fan_of(nx), id);
 }
 
-/* An arrival of object id in watch w that a listing made since the kernel
- * queue was last read dry is ahead of: it found the object at another place
- * of w, where records not handled yet take it from here, and reported it
- * there (nx_fan_attach() then dropped the node the table had at an older
- * place, which those records report leaving).  Reported here too, it would
- * be listed twice. */
-static bool listed_elsewhere(const struct fan *fa, const struct fanid *id,
-			     const struct nx_watch *w)
-{
-	const struct kobj *k = id ? nx_fan_kobj_find(fa, id) : NULL;
-
-	if (!k || k->listed_at != fa->epoch)
-		return false;
-	for (const struct nx_node *s = k->subs; s; s = s->knext)
-		if (!s->dead && s->watch == w)
-			return true;
-	return false;
-}
-
 /* Directory n was listed while the records being read were read (since
  * the kernel queue was last read dry): its listing may be ahead of them.
  * A directory that left it but has no node there (the listing found
@@ -204,8 +185,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
 		if (len == SIZE_MAX)
 			nx_fan_too_long(nx, b);
-		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false) ||
-		    listed_elsewhere(fa, m->fid, b->watch))
+		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
 		struct nx_watch *w = b->watch;
 		nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
