@@ -61,7 +61,7 @@
 static bool rescan; /* getenv("SWEEP_RESCAN") */
 #define WAIT_MS 3000   /* for an event that must come */
 #define STALL_MS 1000  /* descriptor not readable this long: look anyway */
-#define SCAN_MS 50     /* poll_interval_ms of the scanning backends */
+#define SCAN_MS 10     /* poll_interval_ms of the scanning backends */
 
 static uint32_t backend = NOTIFYX_BACKEND_INOTIFY;
 static bool scanning; /* dnotify, poll: states, not operations */

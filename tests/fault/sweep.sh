@@ -5,7 +5,8 @@
 # or poll; default inotify): runs tests/fault/scenario under the shim
 # (tests/fault/libfaultshim.so) with FAULT_N = 1, 2, ... until a run counts
 # fewer calls than N, for each errno profile below, and prints one line per
-# run: N, the kind of call that failed, its site in the library (addr2line),
+# run: N, the kind of call that failed, its site in the library (an offset,
+# resolved with addr2line in a table at the end),
 # the errno, and the outcome (where the fault surfaced: which public call,
 # and how).  Builds nothing: everything is taken from $top_builddir.
 #
@@ -100,16 +101,42 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/nxsweep.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR="$tmp"
 
-site_of() { # address -> "function (file:line)"
+# sites FILE: each address of FILE (one a line) as "ADDRESS function
+# (file:line)", from one addr2line call: one call a run would cost as much
+# as the run itself.
+sites() {
+	sort -u "$1" >"$tmp/addrs"
 	if [ -n "$lib" ] && command -v addr2line >/dev/null 2>&1; then
-		addr2line -f -s -e "$lib" "$1" 2>/dev/null | {
-			read -r fn
-			read -r where
-			echo "$fn ($where)"
-		}
+		# shellcheck disable=SC2046  # one word an address
+		addr2line -f -s -e "$lib" $(cat "$tmp/addrs") 2>/dev/null | paste - - |
+			paste "$tmp/addrs" - | sed 's/^\([^\t]*\)\t\([^\t]*\)\t\(.*\)/  \1  \2 (\3)/'
 	else
-		echo "$1"
+		sed 's/^/  /' "$tmp/addrs"
 	fi
+}
+
+sites_of() { echo "$1" >"$tmp/one" && sites "$tmp/one"; }
+
+# parse REPORT OUT: sets counted, kind, err, addr (from the shim's report)
+# and result (the scenario's last RESULT line) with shell builtins only: a
+# sweep makes thousands of runs, and a process spawned per field was most
+# of the time of a run.
+parse() {
+	counted='' kind='' err='' addr='' result=''
+	while IFS= read -r line; do
+		case $line in
+		counted=*) counted=${line#counted=} counted=${counted%% *} ;;
+		"inject "*)
+			if [ -z "$kind" ]; then
+				kind=${line#* kind=} kind=${kind%% *}
+				err=${line#* errno=} err=${err%% *}
+				addr=${line#* site=} addr=${addr%% *}
+			fi ;;
+		esac
+	done <"$1"
+	while IFS= read -r line; do
+		case $line in "RESULT "*) result=${line#RESULT } ;; esac
+	done <"$2"
 }
 
 total=0
@@ -126,7 +153,7 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 		case " $SWEEP_PROFILES " in *" $name "*) ;; *) continue ;; esac
 	fi
 	echo "== $backend profile $name: FAULT_KINDS=${kinds:-all} FAULT_ERRNO=${errs:-default} FAULT_COUNT=$count"
-	printf '%5s  %-28s %-8s %-44s %s\n' N kind errno site outcome
+	printf '%5s  %-28s %-8s %-10s %s\n' N kind errno site outcome
 	n=1
 	pok=0
 	pbad=0
@@ -144,13 +171,8 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 		LD_PRELOAD=$shim FAULT_N=$n FAULT_COUNT=$count FAULT_KINDS=$kinds FAULT_ERRNO=$errs \
 			FAULT_REPORT=$rep timeout -s KILL "$timeout_s" "$@" >"$tmp/out" 2>"$tmp/err"
 		rc=$?
-		counted=$(sed -n 's/^counted=\([0-9]*\).*/\1/p' "$rep" | tail -n 1)
-		inj=$(grep -m1 '^inject ' "$rep")
-		kind=$(echo "$inj" | sed -n 's/.* kind=\([^ ]*\).*/\1/p')
-		err=$(echo "$inj" | sed -n 's/.* errno=\([^ ]*\).*/\1/p')
-		addr=$(echo "$inj" | sed -n 's/.* site=\([^ ]*\).*/\1/p')
-		result=$(sed -n 's/^RESULT //p' "$tmp/out" | tail -n 1)
-		if [ -z "$inj" ]; then
+		parse "$rep" "$tmp/out"
+		if [ -z "$kind" ]; then
 			# N is past the last counted call: this run injected nothing.
 			if [ "$rc" -ne 0 ]; then
 				echo "  N=$n without injection: rc=$rc" >>"$failures"
@@ -162,7 +184,7 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 			echo "   (N=$n: no call left to fail, ${counted:-?} counted; clean run rc=$rc)"
 			break
 		fi
-		site=$(site_of "$addr")
+		echo "$addr" >>"$tmp/addresses"
 		case $rc in
 		0) outcome=$result ;;
 		1) outcome="$result" ;;
@@ -170,13 +192,13 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 		*) outcome="CRASH rc=$rc ${result}" ;;
 		esac
 		[ -z "$outcome" ] && outcome="rc=$rc (no RESULT line)"
-		printf '%5s  %-28s %-8s %-44s %s\n' "$n" "$kind" "$err" "$site" "$outcome"
+		printf '%5s  %-28s %-8s %-10s %s\n' "$n" "$kind" "$err" "$addr" "$outcome"
 		total=$((total + 1))
 		if [ "$rc" -ne 0 ]; then
 			bad=$((bad + 1))
 			pbad=$((pbad + 1))
 			{
-				echo "  profile=$name FAULT_N=$n FAULT_COUNT=$count FAULT_KINDS=$kinds FAULT_ERRNO=$errs: $kind $err at $site: $outcome"
+				echo "  profile=$name FAULT_N=$n FAULT_COUNT=$count FAULT_KINDS=$kinds FAULT_ERRNO=$errs: $kind $err at $(sites_of "$addr"): $outcome"
 				sed 's/^/    /' "$tmp/err" | head -n 20
 			} >>"$failures"
 		else
@@ -190,6 +212,11 @@ for p in $(echo "$profiles" | tr ' ' '_'); do
 	done
 	echo "   profile $name: $pok passed, $pbad failed"
 done
+if [ -s "$tmp/addresses" ]; then
+	echo
+	echo "== sites (offsets in $lib):"
+	sites "$tmp/addresses"
+fi
 
 echo
 echo "== $backend: $total runs, $bad failed"
