@@ -239,5 +239,6 @@ int conf_listing_run(void)
 		TEST_BOTH(list_once_while_moving),
 	};
 
-	return cmocka_run_group_tests_name("conformance: LIST beside other watches and under change", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("conformance: LIST beside other watches and under change",
+					   tests, NULL, NULL);
 }

@@ -234,5 +234,6 @@ int conf_roots_run(void)
 		TEST_BOTH(self_file_moved),
 	};
 
-	return cmocka_run_group_tests_name("conformance: moved roots, umount -l, self events", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("conformance: moved roots, umount -l, self events", tests,
+					   NULL, NULL);
 }
