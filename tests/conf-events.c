@@ -23,13 +23,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "testutil.h"
-
-int conf_events_run(void);
-
-#define F(state) ((struct tu_fix *)*(state))
-#define APPEAR (NOTIFYX_CREATE | NOTIFYX_MOVED_IN | NOTIFYX_RENAME)
-#define GO (NOTIFYX_DELETE | NOTIFYX_MOVED_OUT | NOTIFYX_RENAME)
+#include "conformance.h"
 
 /* The last event of wd is its only IGNORED. */
 static void ignored_last(const struct tu_log *log, int wd)

@@ -19,11 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "testutil.h"
+#include "conformance.h"
 
-int conf_hold_run(void);
-
-#define F(state) ((struct tu_fix *)*(state))
 #define MANY 1000
 
 /*

@@ -27,11 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "conformance.h"
 
-int conf_process_run(void);
-
-#define F(state) ((struct tu_fix *)*(state))
 #define NTHREADS 4
 #define PER_THREAD 150 /* files each thread creates */
 #define STORM_FILES 600

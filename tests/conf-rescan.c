@@ -18,10 +18,8 @@
  * kernel queue (fs.inotify.max_queued_events, root, restored at once: the
  * size is taken when the queue is made; conformance-inotify.sh runs alone,
  * see tests/serial-tests.txt).  A repair that finds nothing changed reports
- * only its SYNC (the queue filled by a second watch).  And losses while a
- * second thread changes a tree of 2,050 entries on and on (loss_during_repair):
- * between two OVERFLOWs a SYNC, and once the changes stop, a copy of the
- * tree made of the events equals the tree after the last repair.
+ * only its SYNC (the queue filled by a second watch).  Losses while a
+ * second thread changes a tree on and on: conf-rescan-churn.c.
  *
  * The cases that depend on the filesystem (what a rescan compares: inode,
  * size, mtime, mode) run in the test's directory under /tmp and on a private
@@ -34,11 +32,7 @@
 #define _GNU_SOURCE 1
 #endif
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,52 +40,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "conformance.h"
 
-int conf_rescan_run(void);
-
-#define F(state) ((struct tu_fix *)*(state))
 #define TYPES (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MODIFY | NOTIFYX_ATTRIB)
-#define RFLAGS (NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_RESCAN)
 #define QMAX 4     /* queue_max of the handles that lose events */
 #define FILL 24    /* files of a burst: QMAX fit, the rest is lost */
-#define SYNC_MS 10000
 
 /* ---- helpers -------------------------------------------------------------- */
 
-/* The fixture's handle replaced by one with this queue_max (closed by
- * tu_teardown, also after a failure). */
-static void reopen(struct tu_fix *f, uint32_t queue_max)
-{
-	tu_log_free(&f->log);
-	notifyx_close(f->nx);
-	f->nx = tu_open(NOTIFYX_NONBLOCK, queue_max);
-	if (!f->nx)
-		fail_msg("notifyx_open with queue_max %u: %s", queue_max, strerror(errno));
-	tu_log_init(&f->log, f->nx);
-}
-
-static const char *on_tmpfs(struct tu_fix *f)
-{
-	tu_require_root("mounting a private tmpfs");
-	return tu_mount_tmpfs(f, "fs");
-}
-
-#define ON_BOTH(name) \
-	static void name##_tmpdir(void **state) { name(F(state), F(state)->dir); } \
-	static void name##_tmpfs(void **state) { name(F(state), on_tmpfs(F(state))); }
-#define TEST_BOTH(name) \
-	cmocka_unit_test_setup_teardown(name##_tmpdir, tu_setup, tu_teardown), \
-	cmocka_unit_test_setup_teardown(name##_tmpfs, tu_setup, tu_teardown)
-
-/* n files dir/PREFIX000... */
-static void make_files(const char *dir, const char *prefix, int n)
-{
-	for (int i = 0; i < n; i++)
-		tu_touch(tu_path(dir, tu_fmt("%s%03d", prefix, i)));
-}
-
-/* Waits for wd's SYNC after event from, then for quiet. */
 static void wait_sync(struct tu_fix *f, int wd, size_t from)
 {
 	tu_must_wait(&f->log, from, wd, NOTIFYX_SYNC, "", SYNC_MS, __FILE__, __LINE__);
@@ -263,9 +219,9 @@ static int repair_case(struct tu_fix *f, const char *base, void (*prepare)(const
 	tu_mkdir(w);
 	tu_mkdir(tu_path(w, "fill"));
 	prepare(w);
-	reopen(f, QMAX);
+	conf_reopen(f, QMAX);
 	wd = tu_add(&f->log, w, TYPES, RFLAGS);
-	make_files(tu_path(w, "fill"), "f", FILL);
+	conf_make_files(tu_path(w, "fill"), "f", FILL);
 	change(w);
 	wait_sync(f, wd, 0);
 	one_repair(&f->log, wd, 0, &o, &s);
@@ -325,11 +281,11 @@ static void only_differences(struct tu_fix *f, const char *base)
 
 		snprintf(sub, sizeof sub, "%s", tu_path(w, tu_fmt("d%d", d)));
 		tu_mkdir(sub);
-		make_files(sub, "e", 49);
+		conf_make_files(sub, "e", 49);
 	}
-	reopen(f, 8);
+	conf_reopen(f, 8);
 	wd = tu_add(&f->log, w, TYPES, RFLAGS);
-	make_files(tu_path(w, "d3"), "f", FILL);
+	conf_make_files(tu_path(w, "d3"), "f", FILL);
 	wait_sync(f, wd, 0);
 	one_repair(&f->log, wd, 0, &o, &s);
 	size_t late = fill_once(&f->log, wd, "d3", "f", o, s);
@@ -369,9 +325,9 @@ static void repair_finds_nothing(struct tu_fix *f, const char *base)
 	tu_mkdir(fill);
 	for (int d = 0; d < 3; d++) {
 		tu_mkdir(tu_path(w, tu_fmt("d%d", d)));
-		make_files(tu_path(w, tu_fmt("d%d", d)), "e", 10);
+		conf_make_files(tu_path(w, tu_fmt("d%d", d)), "e", 10);
 	}
-	reopen(f, QMAX);
+	conf_reopen(f, QMAX);
 	if (f->log.scanning) {
 		print_message("[ SKIP     ] %s sees states: an entry made and removed between two "
 			      "scans is no event it could lose\n",
@@ -380,7 +336,7 @@ static void repair_finds_nothing(struct tu_fix *f, const char *base)
 	}
 	b = tu_add(&f->log, fill, NOTIFYX_CREATE, 0);
 	wd = tu_add(&f->log, w, TYPES, RFLAGS);
-	make_files(fill, "f", FILL);
+	conf_make_files(fill, "f", FILL);
 	tu_touch(tu_path(w, "x"));
 	tu_unlink(tu_path(w, "x"));
 	tu_mkdir(tu_path(w, "d1/y"));
@@ -568,9 +524,9 @@ static void goes_on(struct tu_fix *f, const char *base)
 	tu_mkdir(tu_path(w, "old"));
 	tu_mkdir(tu_path(w, "old/in"));
 	tu_mkdir(tu_path(w, "again"));
-	reopen(f, QMAX);
+	conf_reopen(f, QMAX);
 	wd = tu_add(&f->log, w, TYPES, RFLAGS);
-	make_files(tu_path(w, "fill"), "f", FILL);
+	conf_make_files(tu_path(w, "fill"), "f", FILL);
 	tu_mkdir(tu_path(w, "new"));
 	tu_mkdir(tu_path(w, "new/sub"));
 	tu_rename(tu_path(w, "old"), tu_path(w, "renamed"));
@@ -608,7 +564,7 @@ static void list_rescan_syncs(void **state)
 	tu_mkdir(tu_path(f->dir, "d"));
 	tu_touch(tu_path(f->dir, "d/x"));
 	tu_touch(tu_path(f->dir, "y"));
-	reopen(f, QMAX);
+	conf_reopen(f, QMAX);
 	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE, RFLAGS | NOTIFYX_WATCH_LIST);
 	TU_WAIT(&f->log, wd, NOTIFYX_SYNC, "");
 	tu_settle(&f->log);
@@ -621,7 +577,7 @@ static void list_rescan_syncs(void **state)
 
 		snprintf(prefix, sizeof prefix, "r%d-", round);
 		from = f->log.n;
-		make_files(tu_path(f->dir, "fill"), prefix, FILL);
+		conf_make_files(tu_path(f->dir, "fill"), prefix, FILL);
 		wait_sync(f, wd, from);
 		one_repair(&f->log, wd, from, &o, &s);
 		fill_once(&f->log, wd, "fill", prefix, o, s);
@@ -641,11 +597,11 @@ static void no_rescan_no_sync(void **state)
 	int wd;
 
 	tu_mkdir(tu_path(f->dir, "fill"));
-	reopen(f, QMAX);
+	conf_reopen(f, QMAX);
 	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_MODIFY,
 		    NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
 	TU_WAIT(&f->log, wd, NOTIFYX_SYNC, "");
-	make_files(tu_path(f->dir, "fill"), "f", FILL);
+	conf_make_files(tu_path(f->dir, "fill"), "f", FILL);
 	o = TU_WAIT(&f->log, wd, NOTIFYX_OVERFLOW, "");
 	/* A repair would come within this time on every backend. */
 	tu_settle_ms(&f->log, 3 * tu_quiet_ms(f->nx), SYNC_MS);
@@ -662,817 +618,6 @@ static void no_rescan_no_sync(void **state)
 		fail_msg("every CREATE of the burst was delivered: nothing was lost");
 	}
 }
-
-/* ---- losses while repairs run: a tree that changes all the time ------------------ */
-
-/*
- * The tree: CH_DIRS directories of CH_FILES files (2,050 entries; a repair
- * lists them all).  A second thread changes it CH_OPS times (a seeded PRNG:
- * files made, removed, renamed, also onto existing files; directories made
- * with files, renamed, removed with what they hold; entries moved out to a
- * directory beside the watch and back in), pausing CH_PAUSE_US every
- * CH_EVERY operations, while the test reads on with queue_max LQMAX.
- * The thread uses no cmocka call and no tu_* helper (their buffers are
- * shared): its first failure is kept and reported after the join.
- */
-#define CH_DIRS 50
-#define CH_FILES 40
-#define CH_OPS 8000
-#define CH_EVERY 8
-#define CH_PAUSE_US 400
-#define CH_DEPTH 5          /* directories are made or moved no deeper than this */
-#define CH_RM_MAX 60        /* a directory is removed only with at most this many entries */
-#define CH_SEED 17          /* CONF_RESCAN_SEED=N in the environment replaces it */
-#define LQMAX 8
-#define CH_RUN_MS 240000    /* the churn must end within this (ASan, a loaded machine) */
-#define CH_SETTLE_MS 60000  /* then the last repair must end within this */
-#define MIRROR_TYPES (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | \
-		      NOTIFYX_MOVED_IN | NOTIFYX_DELETE_SELF)
-
-struct churn {
-	char root[2048], out[2048]; /* the tree, and a place beside it that no watch sees */
-	uint64_t rng;
-	unsigned serial;
-	int stop;                   /* set by the test (atomic): give up */
-	int done;                   /* set by the thread (atomic) */
-	int err;                    /* the first failure: errno, and what failed */
-	char what[4400];
-	unsigned long n[9];         /* operations done, by kind (ch_names) */
-};
-
-static const char *const ch_names[] = { "create", "unlink", "rename file", "mkdir",
-					"rename dir", "rm -r", "move out", "move in", "no-op" };
-
-/* snprintf that the compiler does not second-guess: the paths are short. */
-static void ch_print(char *out, size_t size, const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(3, 4);
-static void ch_print(char *out, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(out, size, fmt, ap);
-	va_end(ap);
-}
-
-static uint64_t ch_rand(struct churn *c)
-{
-	/* splitmix64 */
-	uint64_t z = (c->rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static unsigned ch_below(struct churn *c, unsigned n)
-{
-	return n ? (unsigned)(ch_rand(c) % n) : 0;
-}
-
-static int ch_fail(struct churn *c, const char *op, const char *path)
-{
-	if (!c->err) {
-		c->err = errno ? errno : EIO;
-		ch_print(c->what, sizeof c->what, "%s %s", op, path);
-	}
-	return -1;
-}
-
-/* root/rel, or root itself for "". */
-static void ch_abs(const struct churn *c, const char *rel, char *out, size_t size)
-{
-	ch_print(out, size, "%s%s%s", c->root, *rel ? "/" : "", rel);
-}
-
-static void ch_join(const char *a, const char *b, char *out, size_t size)
-{
-	ch_print(out, size, "%s%s%s", a, *a ? "/" : "", b);
-}
-
-#define CH_LIST 256
-struct ch_list {
-	char name[CH_LIST][64];
-	int isdir[CH_LIST];
-	int n, ndirs, nfiles;
-};
-
-/* The entries of the directory at abs (the first CH_LIST). */
-static int ch_read(struct churn *c, const char *abs, struct ch_list *l)
-{
-	DIR *d = opendir(abs);
-	struct dirent *de;
-
-	l->n = l->ndirs = l->nfiles = 0;
-	if (!d)
-		return ch_fail(c, "opendir", abs);
-	while ((de = readdir(d)) && l->n < CH_LIST) {
-		struct stat st;
-		int isdir;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    strlen(de->d_name) >= sizeof l->name[0])
-			continue;
-		if (de->d_type != DT_UNKNOWN) {
-			isdir = de->d_type == DT_DIR;
-		} else if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			isdir = S_ISDIR(st.st_mode);
-		} else {
-			closedir(d);
-			return ch_fail(c, "fstatat in", abs);
-		}
-		strcpy(l->name[l->n], de->d_name);
-		l->isdir[l->n++] = isdir;
-		l->ndirs += isdir;
-		l->nfiles += !isdir;
-	}
-	closedir(d);
-	return 0;
-}
-
-/* The k-th entry of l that is a directory (want 1) or not (want 0). */
-static const char *ch_nth(const struct ch_list *l, int want, unsigned k)
-{
-	for (int i = 0; i < l->n; i++)
-		if (l->isdir[i] == want && k-- == 0)
-			return l->name[i];
-	return NULL;
-}
-
-/* A directory of the tree, as a path relative to the root ("" the root):
- * down from the root into a random subdirectory, less often the deeper. */
-static int ch_pick_dir(struct churn *c, char *rel, size_t size, int max_depth)
-{
-	struct ch_list *l = malloc(sizeof *l);
-	char abs[4096];
-	int depth = 0;
-
-	if (!l)
-		return ch_fail(c, "malloc", "");
-	rel[0] = 0;
-	for (;;) {
-		ch_abs(c, rel, abs, sizeof abs);
-		if (ch_read(c, abs, l) < 0) {
-			free(l);
-			return -1;
-		}
-		if (!l->ndirs || depth >= max_depth || ch_below(c, 8) < (depth ? 4u : 1u))
-			break;
-		char next[4096];
-
-		ch_join(rel, ch_nth(l, 1, ch_below(c, (unsigned)l->ndirs)), next, sizeof next);
-		ch_print(rel, size, "%s", next);
-		depth++;
-	}
-	free(l);
-	return 0;
-}
-
-/* The name of a random entry of the directory abs_dir (a directory if
- * want_dir is 1, a non-directory if 0, either if -1): 1, or 0 if it has
- * none. */
-static int ch_pick_in(struct churn *c, const char *abs_dir, int want_dir, char *name, size_t size)
-{
-	struct ch_list *l = malloc(sizeof *l);
-	const char *e = NULL;
-
-	if (!l)
-		return ch_fail(c, "malloc", "");
-	if (ch_read(c, abs_dir, l) < 0) {
-		free(l);
-		return -1;
-	}
-	if (want_dir < 0 && l->n)
-		e = l->name[ch_below(c, (unsigned)l->n)];
-	else if (want_dir >= 0 && (want_dir ? l->ndirs : l->nfiles))
-		e = ch_nth(l, want_dir, ch_below(c, (unsigned)(want_dir ? l->ndirs : l->nfiles)));
-	if (e)
-		ch_print(name, size, "%s", e);
-	free(l);
-	return e != NULL;
-}
-
-static int ch_touch(struct churn *c, const char *abs)
-{
-	int fd = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return ch_fail(c, "create", abs);
-	close(fd);
-	return 0;
-}
-
-/* Entries below abs, counted up to limit + 1. */
-static int ch_count(const char *abs, int limit)
-{
-	DIR *d = opendir(abs);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return limit + 1;
-	while (n <= limit && (de = readdir(d))) {
-		char sub[4096];
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		n++;
-		if (de->d_type == DT_DIR) {
-			ch_print(sub, sizeof sub, "%s/%s", abs, de->d_name);
-			n += ch_count(sub, limit - n);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
-static int ch_rm_r(struct churn *c, const char *abs)
-{
-	DIR *d = opendir(abs);
-	struct dirent *de;
-
-	if (!d)
-		return ch_fail(c, "opendir", abs);
-	while ((de = readdir(d))) {
-		char sub[4096];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		ch_print(sub, sizeof sub, "%s/%s", abs, de->d_name);
-		if (lstat(sub, &st) < 0) {
-			closedir(d);
-			return ch_fail(c, "lstat", sub);
-		}
-		if (S_ISDIR(st.st_mode) ? ch_rm_r(c, sub) : unlink(sub) < 0 ? ch_fail(c, "unlink", sub) : 0) {
-			closedir(d);
-			return -1;
-		}
-	}
-	closedir(d);
-	return rmdir(abs) < 0 ? ch_fail(c, "rmdir", abs) : 0;
-}
-
-static int ch_rename(struct churn *c, const char *from, const char *to)
-{
-	return rename(from, to) < 0 ? ch_fail(c, "rename", from) : 0;
-}
-
-/* One operation; its kind counted in c->n. */
-static int ch_op(struct churn *c)
-{
-	char d1[4096], d2[4096], a1[4096], a2[4096], name[256], p[4096], q[4096];
-	unsigned r = ch_below(c, 100);
-	unsigned id = c->serial++;
-	int kind, got;
-
-	if (ch_pick_dir(c, d1, sizeof d1, CH_DEPTH) < 0 ||
-	    ch_pick_dir(c, d2, sizeof d2, CH_DEPTH - 1) < 0)
-		return -1;
-	ch_abs(c, d1, a1, sizeof a1);
-	ch_abs(c, d2, a2, sizeof a2);
-	if (r < 30) { /* a file made */
-		kind = 0;
-		ch_print(p, sizeof p, "%s/c%u", a1, id);
-		if (ch_touch(c, p) < 0)
-			return -1;
-	} else if (r < 52) { /* a file removed */
-		kind = 1;
-		if ((got = ch_pick_in(c, a1, 0, name, sizeof name)) < 0)
-			return -1;
-		if (!got)
-			goto nothing;
-		ch_print(p, sizeof p, "%s/%s", a1, name);
-		if (unlink(p) < 0)
-			return ch_fail(c, "unlink", p);
-	} else if (r < 70) { /* a file renamed, one time in five onto an existing file */
-		kind = 2;
-		if ((got = ch_pick_in(c, a1, 0, name, sizeof name)) < 0)
-			return -1;
-		if (!got)
-			goto nothing;
-		ch_print(p, sizeof p, "%s/%s", a1, name);
-		if (ch_below(c, 5) || (got = ch_pick_in(c, a2, 0, name, sizeof name)) <= 0)
-			ch_print(name, sizeof name, "r%u", id);
-		if (got < 0)
-			return -1;
-		ch_print(q, sizeof q, "%s/%s", a2, name);
-		if (strcmp(p, q) && ch_rename(c, p, q) < 0)
-			return -1;
-	} else if (r < 78) { /* a directory made, with files made in it at once */
-		kind = 3;
-		ch_print(p, sizeof p, "%s/m%u", a2, id);
-		if (mkdir(p, 0755) < 0)
-			return ch_fail(c, "mkdir", p);
-		for (unsigned k = ch_below(c, 5); k > 0; k--) {
-			ch_print(q, sizeof q, "%s/k%u", p, k);
-			if (ch_touch(c, q) < 0)
-				return -1;
-		}
-	} else if (r < 85) { /* a directory renamed, elsewhere in the tree */
-		kind = 4;
-		if ((got = ch_pick_in(c, a1, 1, name, sizeof name)) < 0)
-			return -1;
-		ch_join(d1, got ? name : "", p, sizeof p);
-		/* never into itself */
-		if (!got || !strcmp(d2, p) || (!strncmp(d2, p, strlen(p)) && d2[strlen(p)] == '/'))
-			goto nothing;
-		ch_print(p, sizeof p, "%s/%s", a1, name);
-		ch_print(q, sizeof q, "%s/n%u", a2, id);
-		if (ch_rename(c, p, q) < 0)
-			return -1;
-	} else if (r < 90) { /* a directory removed with what it holds */
-		kind = 5;
-		if ((got = ch_pick_in(c, a1, 1, name, sizeof name)) < 0)
-			return -1;
-		ch_print(p, sizeof p, "%s/%s", a1, got ? name : "");
-		if (!got || ch_count(p, CH_RM_MAX) > CH_RM_MAX)
-			goto nothing;
-		if (ch_rm_r(c, p) < 0)
-			return -1;
-	} else if (r < 95) { /* an entry moved out of the tree */
-		kind = 6;
-		if ((got = ch_pick_in(c, a1, -1, name, sizeof name)) < 0)
-			return -1;
-		if (!got)
-			goto nothing;
-		ch_print(p, sizeof p, "%s/%s", a1, name);
-		ch_print(q, sizeof q, "%s/o%u", c->out, id);
-		if (ch_rename(c, p, q) < 0)
-			return -1;
-	} else { /* an entry moved back in */
-		kind = 7;
-		if ((got = ch_pick_in(c, c->out, -1, name, sizeof name)) < 0)
-			return -1;
-		if (!got)
-			goto nothing;
-		ch_print(p, sizeof p, "%s/%s", c->out, name);
-		ch_print(q, sizeof q, "%s/i%u", a2, id);
-		if (ch_rename(c, p, q) < 0)
-			return -1;
-	}
-	c->n[kind]++;
-	return 0;
-nothing:
-	c->n[8]++;
-	return 0;
-}
-
-static void *churn_thread(void *arg)
-{
-	struct churn *c = arg;
-	struct timespec pause = { 0, CH_PAUSE_US * 1000L };
-
-	for (int i = 0; i < CH_OPS && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) {
-		if (ch_op(c) < 0)
-			break;
-		if (i % CH_EVERY == CH_EVERY - 1)
-			nanosleep(&pause, NULL);
-	}
-	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/*
- * The copy of the tree kept from the events (API.md "Mirroring a tree"), a
- * tree of names.  Events read while some were lost may name an entry whose
- * directory the copy lacks: "it exists now" makes the directories above it
- * exist too.  The copy is compared with the disk only after a SYNC.
- */
-struct cnode {
-	char *name;
-	int isdir;
-	struct cnode *up, **kid;
-	size_t nk, cap;
-};
-
-static void c_free(struct cnode *n)
-{
-	for (size_t i = 0; i < n->nk; i++)
-		c_free(n->kid[i]);
-	free(n->kid);
-	free(n->name);
-	free(n);
-}
-
-static struct cnode *c_kid(const struct cnode *n, const char *name, size_t len)
-{
-	for (size_t i = 0; i < n->nk; i++)
-		if (!strncmp(n->kid[i]->name, name, len) && !n->kid[i]->name[len])
-			return n->kid[i];
-	return NULL;
-}
-
-static void c_attach(struct cnode *up, struct cnode *n)
-{
-	if (up->nk == up->cap) {
-		up->cap = up->cap ? 2 * up->cap : 8;
-		up->kid = realloc(up->kid, up->cap * sizeof *up->kid);
-		assert_non_null(up->kid);
-	}
-	up->kid[up->nk++] = n;
-	n->up = up;
-}
-
-static void c_detach(struct cnode *n)
-{
-	struct cnode *up = n->up;
-
-	for (size_t i = 0; i < up->nk; i++)
-		if (up->kid[i] == n) {
-			up->kid[i] = up->kid[--up->nk];
-			break;
-		}
-	n->up = NULL;
-}
-
-static struct cnode *c_new(const char *name, size_t len, int isdir)
-{
-	struct cnode *n = calloc(1, sizeof *n);
-
-	assert_non_null(n);
-	n->name = strndup(name, len);
-	assert_non_null(n->name);
-	n->isdir = isdir;
-	return n;
-}
-
-/* The node at path, or NULL.  With make: the directory that holds path,
- * each missing directory on the way made (a non-directory there becomes
- * one), *last its name in path. */
-static struct cnode *c_walk(struct cnode *root, const char *path, int make, const char **last)
-{
-	struct cnode *n = root, *k;
-
-	while (n && *path) {
-		size_t len = strcspn(path, "/");
-
-		if (make && !path[len]) {
-			*last = path;
-			return n;
-		}
-		k = c_kid(n, path, len);
-		if (make && !k)
-			c_attach(n, k = c_new(path, len, 1));
-		if (make && !k->isdir)
-			k->isdir = 1;
-		n = k;
-		path += len + !!path[len];
-	}
-	return n;
-}
-
-static void c_remove(struct cnode *root, const char *path)
-{
-	struct cnode *n = *path ? c_walk(root, path, 0, NULL) : NULL;
-
-	if (n) {
-		c_detach(n);
-		c_free(n);
-	}
-}
-
-/* n (detached) is at path now, replacing what was there. */
-static void c_put(struct cnode *root, struct cnode *n, const char *path)
-{
-	const char *name;
-	struct cnode *up;
-
-	c_remove(root, path);
-	up = c_walk(root, path, 1, &name);
-	free(n->name);
-	n->name = strdup(name);
-	assert_non_null(n->name);
-	c_attach(up, n);
-}
-
-/* path exists, a directory or not; what it held stays if its type did. */
-static void c_add(struct cnode *root, const char *path, int isdir)
-{
-	struct cnode *n = c_walk(root, path, 0, NULL);
-
-	if (n && n != root && n->isdir == isdir)
-		return;
-	c_put(root, c_new("", 0, isdir), path);
-}
-
-/* One event, as API.md "Mirroring a tree" says; returns 1 if it could not
- * be applied (an exchange with a side missing). */
-static int c_apply(struct cnode *root, const struct tu_ev *e)
-{
-	int isdir = !!(e->flags & NOTIFYX_EVENT_ISDIR);
-	struct cnode *a, *b;
-
-	if (!*e->path && e->mask != NOTIFYX_DELETE_SELF)
-		return 0; /* OVERFLOW, SYNC */
-	switch (e->mask) {
-	case NOTIFYX_CREATE:
-	case NOTIFYX_MOVED_IN:
-		c_add(root, e->path, isdir);
-		break;
-	case NOTIFYX_DELETE:
-	case NOTIFYX_MOVED_OUT:
-		c_remove(root, e->path);
-		break;
-	case NOTIFYX_RENAME:
-		a = c_walk(root, e->old_path, 0, NULL);
-		if (e->flags & NOTIFYX_EVENT_EXCHANGE) {
-			b = c_walk(root, e->path, 0, NULL);
-			if (!a || !b || a == root || b == root)
-				return 1;
-			c_detach(a);
-			c_detach(b);
-			c_put(root, a, e->path);
-			c_put(root, b, e->old_path);
-		} else if (a && a != root) {
-			c_detach(a);
-			c_put(root, a, e->path);
-		} else {
-			c_add(root, e->path, isdir);
-		}
-		break;
-	case NOTIFYX_DELETE_SELF:
-		while (root->nk)
-			c_remove(root, root->kid[0]->name);
-		break;
-	default:
-		break;
-	}
-	return 0;
-}
-
-struct centry {
-	char *path;
-	int isdir;
-};
-
-struct clist {
-	struct centry *e;
-	size_t n, cap;
-};
-
-static void cl_put(struct clist *l, const char *path, int isdir)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 256;
-		l->e = realloc(l->e, l->cap * sizeof *l->e);
-		assert_non_null(l->e);
-	}
-	l->e[l->n].path = strdup(path);
-	assert_non_null(l->e[l->n].path);
-	l->e[l->n++].isdir = isdir;
-}
-
-static void cl_free(struct clist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->e[i].path);
-	free(l->e);
-	memset(l, 0, sizeof *l);
-}
-
-static void c_flatten(const struct cnode *n, const char *rel, struct clist *out)
-{
-	for (size_t i = 0; i < n->nk; i++) {
-		char p[4096];
-
-		ch_join(rel, n->kid[i]->name, p, sizeof p);
-		cl_put(out, p, n->kid[i]->isdir);
-		c_flatten(n->kid[i], p, out);
-	}
-}
-
-/* The tree on disk below abs, paths relative to it. */
-static void disk_walk(const char *abs, const char *rel, struct clist *out)
-{
-	DIR *d = opendir(abs);
-	struct dirent *de;
-
-	if (!d)
-		fail_msg("opendir %s: %s", abs, strerror(errno));
-	while ((de = readdir(d))) {
-		char p[4096], sub[4096];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		ch_print(sub, sizeof sub, "%s/%s", abs, de->d_name);
-		if (lstat(sub, &st) < 0)
-			fail_msg("lstat %s: %s", sub, strerror(errno));
-		ch_join(rel, de->d_name, p, sizeof p);
-		cl_put(out, p, S_ISDIR(st.st_mode));
-		if (S_ISDIR(st.st_mode))
-			disk_walk(sub, p, out);
-	}
-	closedir(d);
-}
-
-static int by_cpath(const void *a, const void *b)
-{
-	return strcmp(((const struct centry *)a)->path, ((const struct centry *)b)->path);
-}
-
-/* The differences between the copy and the disk at abs, each printed (the
- * first 40); returns how many. */
-static size_t copy_differs(const struct cnode *root, const char *abs, size_t *entries)
-{
-	struct clist m = { 0 }, disk = { 0 };
-	size_t i = 0, j = 0, bad = 0;
-
-	c_flatten(root, "", &m);
-	disk_walk(abs, "", &disk);
-	qsort(m.e, m.n, sizeof *m.e, by_cpath);
-	qsort(disk.e, disk.n, sizeof *disk.e, by_cpath);
-	while (i < m.n || j < disk.n) {
-		int c = i == m.n ? 1 : j == disk.n ? -1 : strcmp(m.e[i].path, disk.e[j].path);
-		const char *what = NULL, *path;
-		int isdir;
-
-		if (c < 0) {
-			what = "only in the copy";
-			path = m.e[i].path, isdir = m.e[i].isdir;
-			i++;
-		} else if (c > 0) {
-			what = "only on disk";
-			path = disk.e[j].path, isdir = disk.e[j].isdir;
-			j++;
-		} else {
-			if (m.e[i].isdir != disk.e[j].isdir)
-				what = m.e[i].isdir ? "a directory in the copy, not on disk"
-						    : "a directory on disk, not in the copy";
-			path = m.e[i].path, isdir = disk.e[j].isdir;
-			i++, j++;
-		}
-		if (what && bad++ < 40)
-			print_error("  %s: %s%s\n", what, path, isdir ? "/" : "");
-	}
-	*entries = disk.n;
-	cl_free(&m);
-	cl_free(&disk);
-	return bad;
-}
-
-/* What the reader has seen of the watch so far. */
-struct follow {
-	int wd;
-	size_t applied;            /* events of the log applied to the copy */
-	ssize_t pending;           /* the OVERFLOW whose repair has not given its SYNC yet */
-	ssize_t last;              /* the last OVERFLOW */
-	ssize_t bad, bad_prev;     /* a second OVERFLOW (and the first) with no SYNC between */
-	size_t overflows, syncs, anomalies;
-};
-
-/* Applies the events read since the last call; never fails (the churn may
- * still run): a broken rule is kept for after the join. */
-static void follow(struct follow *fw, const struct tu_log *log, struct cnode *copy)
-{
-	for (; fw->applied < log->n; fw->applied++) {
-		const struct tu_ev *e = &log->ev[fw->applied];
-
-		if (e->wd != fw->wd)
-			continue;
-		if (e->mask == NOTIFYX_OVERFLOW) {
-			if (fw->pending >= 0 && fw->bad < 0) {
-				fw->bad = (ssize_t)fw->applied;
-				fw->bad_prev = fw->pending;
-			}
-			fw->pending = fw->last = (ssize_t)fw->applied;
-			fw->overflows++;
-		} else if (e->mask == NOTIFYX_SYNC) {
-			fw->pending = -1;
-			fw->syncs++;
-		}
-		fw->anomalies += (size_t)c_apply(copy, e);
-	}
-}
-
-/* The events of wd from #from to #to (a log of tens of thousands). */
-static void dump_wd(const struct tu_log *log, int wd, size_t from, size_t to)
-{
-	print_error("events of wd %d, #%zu to #%zu:\n", wd, from, to);
-	for (size_t i = from; i <= to && i < log->n; i++) {
-		const struct tu_ev *e = &log->ev[i];
-
-		if (e->wd == wd)
-			print_error("  #%zu %s %s \"%s\"%s%s%s\n", i, tu_mask_str(e->mask),
-				    tu_flags_str(e->flags), e->path, e->old_path ? " from \"" : "",
-				    e->old_path ? e->old_path : "", e->old_path ? "\"" : "");
-	}
-}
-
-/*
- * A RESCAN | RECURSIVE | LIST watch with queue_max LQMAX on a tree of 2,050
- * entries that a second thread changes on and on (struct churn), while this
- * one reads on and keeps a copy of the tree from the events.  API.md's rules:
- *  - more losses during a repair give no second OVERFLOW until its SYNC has
- *    been queued: between two OVERFLOWs of the watch there is a SYNC;
- *  - events were lost (at least one OVERFLOW; else nothing was tested);
- *  - once the changes stop, the events up to the SYNC that follows the last
- *    OVERFLOW, with nothing more to read, make a copy equal to the tree.
- * The changes are bounded by a count, not by time; each wait has a generous
- * deadline that fails with a message.  Should this fail before the join,
- * the thread stops at its first failure (teardown removes its tree).
- */
-static void loss_during_repair(struct tu_fix *f, const char *base)
-{
-	struct churn *c = calloc(1, sizeof *c);
-	struct cnode *copy = c_new("", 0, 1);
-	const char *env = getenv("CONF_RESCAN_SEED");
-	unsigned long seed = env ? strtoul(env, NULL, 0) : CH_SEED;
-	struct follow fw = { .pending = -1, .last = -1, .bad = -1, .bad_prev = -1 };
-	size_t s0, entries = 0, bad, quiet_from;
-	pthread_t th;
-	long start, end;
-	int err;
-
-	assert_non_null(c);
-	snprintf(c->root, sizeof c->root, "%s", tu_path(base, "w"));
-	snprintf(c->out, sizeof c->out, "%s", tu_path(base, "out"));
-	c->rng = seed;
-	tu_mkdir(c->root);
-	tu_mkdir(c->out);
-	for (int d = 0; d < CH_DIRS; d++) {
-		char sub[4096];
-
-		snprintf(sub, sizeof sub, "%s", tu_path(c->root, tu_fmt("d%02d", d)));
-		tu_mkdir(sub);
-		make_files(sub, "f", CH_FILES);
-	}
-	reopen(f, LQMAX);
-	fw.wd = tu_add(&f->log, c->root, MIRROR_TYPES, RFLAGS | NOTIFYX_WATCH_LIST);
-	s0 = tu_must_wait(&f->log, 0, fw.wd, NOTIFYX_SYNC, "", 6 * SYNC_MS, __FILE__, __LINE__);
-	follow(&fw, &f->log, copy);
-	TU_EQ("OVERFLOWs before the listing's SYNC (a listing is not lost; nothing changed)", 0,
-	      fw.overflows);
-	fw.syncs = 0;
-
-	err = pthread_create(&th, NULL, churn_thread, c);
-	if (err)
-		fail_msg("pthread_create: %s", strerror(err));
-	start = tu_now_ms();
-	for (;;) {
-		int done = __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
-
-		/* Reads on for 50 ms (a wd that no event has), then applies. */
-		tu_wait_from(&f->log, f->log.n, -1, TU_ANY_MASK, NULL, 50);
-		follow(&fw, &f->log, copy);
-		if (done)
-			break;
-		if (tu_now_ms() - start > CH_RUN_MS) {
-			__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
-			pthread_join(th, NULL);
-			fail_msg("the %d changes took more than %d ms: stopped after %u", CH_OPS,
-				 CH_RUN_MS, c->serial);
-		}
-	}
-	pthread_join(th, NULL);
-	if (c->err)
-		fail_msg("the changing thread: %s: %s", c->what, strerror(c->err));
-	print_message("  seed %lu (CONF_RESCAN_SEED=N to change it), %u changes in %ld ms:", seed,
-		      c->serial, tu_now_ms() - start);
-	for (size_t k = 0; k < sizeof ch_names / sizeof ch_names[0]; k++)
-		print_message(" %s %lu%s", ch_names[k], c->n[k], k + 1 < sizeof ch_names / sizeof ch_names[0] ? "," : "\n");
-
-	/* The changes are over: read until the SYNC after the last OVERFLOW,
-	 * then on until nothing more comes. */
-	end = tu_now_ms() + CH_SETTLE_MS;
-	for (;;) {
-		quiet_from = f->log.n;
-		tu_settle_ms(&f->log, tu_quiet_ms(f->nx), 5000);
-		follow(&fw, &f->log, copy);
-		if (fw.pending < 0 && f->log.n == quiet_from)
-			break;
-		if (tu_now_ms() > end) {
-			if (fw.pending >= 0)
-				dump_wd(&f->log, fw.wd, (size_t)fw.pending, f->log.n);
-			fail_msg("%d ms after the changes ended: %s", CH_SETTLE_MS,
-				 fw.pending >= 0 ? tu_fmt("no SYNC after the OVERFLOW #%zd", fw.pending)
-						 : "events still coming");
-		}
-	}
-
-	if (fw.bad >= 0) {
-		dump_wd(&f->log, fw.wd, (size_t)fw.bad_prev, (size_t)fw.bad);
-		fail_msg("seed %lu: OVERFLOW #%zd while the repair after the OVERFLOW #%zd had not "
-			 "queued its SYNC (API.md: more losses during the repair give no second "
-			 "OVERFLOW until the SYNC has been queued)", seed, fw.bad, fw.bad_prev);
-	}
-	if (!fw.overflows)
-		fail_msg("seed %lu: no OVERFLOW in %zu events (queue_max %d): nothing was lost, "
-			 "nothing tested; the changes must be made faster", seed, f->log.n - s0,
-			 LQMAX);
-	bad = copy_differs(copy, c->root, &entries);
-	if (bad)
-		fail_msg("seed %lu, %s: the copy made of the events differs from the tree in %zu "
-			 "entries (above; %zu on disk) after the SYNC that followed the last "
-			 "OVERFLOW (#%zd)", seed, notifyx_backend_name(notifyx_backend(f->nx)), bad,
-			 entries, fw.last);
-	print_message("  %zu events, %zu OVERFLOWs, %zu SYNCs after the listing's, %zu exchanges "
-		      "not applicable; the copy equals the tree (%zu entries)\n", f->log.n - s0 - 1,
-		      fw.overflows, fw.syncs, fw.anomalies, entries);
-	c_free(copy);
-	free(c);
-}
-ON_BOTH(loss_during_repair)
 
 /* ---- inotify's own queue overflows ----------------------------------------------------- */
 
@@ -1568,7 +713,6 @@ int conf_rescan_run(void)
 		TEST_BOTH(repair_new_tree),
 		TEST_BOTH(repair_into_new_dir),
 		TEST_BOTH(goes_on),
-		TEST_BOTH(loss_during_repair),
 		cmocka_unit_test_setup_teardown(list_rescan_syncs, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(no_rescan_no_sync, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(kernel_overflow, tu_setup, tu_teardown),
