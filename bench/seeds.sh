@@ -79,7 +79,13 @@ one() {
 	# mirror-lib's fail (the mirror died, did not start or sync) ends the run.
 	fail() {
 		echo "$me: $*"
-		tail -n 20 "$work/m.log" 2>/dev/null
+		# The log of a mirror that crashed ends in the middle of a line.
+		tail -n 20 "$work/m.log" 2>/dev/null && echo
+		p=$(pid_of m)
+		if test -n "$p" && ! kill -0 "$p" 2>/dev/null; then
+			wait "$p"
+			echo "$me: the mirror's exit status: $?"
+		fi
 		result "died:$(echo "$*" | tr ' ' _)"
 		exit 1
 	}
