@@ -303,9 +303,10 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, 
 
 	a = lookup(rs->model, from, from_len, &dir, &name, &nlen);
 	b = lookup(rs->model, to, to_len, &tdir, &tname, &tlen);
-	if (!a || !tdir || within(tdir, a)) {
-		/* The model cannot follow (the source was never told of): the
-		 * entries are what they are now. */
+	if (!a || !tdir || within(tdir, a) || (b && b != a && within(a, b))) {
+		/* The model cannot follow (the source was never told of, or
+		 * the rename would put an entry in itself or replace what
+		 * holds its source): the entries are what they are now. */
 		remove_path(rs, from, from_len);
 		add(nx, w, to, to_len, isdir, true);
 		if (flags & NOTIFYX_EVENT_EXCHANGE)

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the RESCAN model (backends/rescan.c: what the application of
+ * a NOTIFYX_WATCH_RESCAN watch has been told), fed directly events that a
+ * mirror cannot apply: a rename whose source lies below its destination (a
+ * fanotify listing ahead of its records once produced one, and the model
+ * freed the source with the destination before moving it), and one that
+ * would put a directory inside itself.  The model must take them without
+ * touching freed memory (the ASan build runs this), and the watch must go on
+ * reporting. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "nx.h"
+
+#define EVENTS (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN)
+
+static char top[64];
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(top, "/tmp/nx-rescan.XXXXXX");
+	assert_non_null(mkdtemp(top));
+	sh("mkdir -p %s/t/a/b/c && touch %s/t/a/b/f %s/t/a/b/c/g", top, top, top);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	sh("rm -rf %s", top);
+	return 0;
+}
+
+/* Reads until an event of mask with path comes (or 2 s pass): found? */
+static bool read_until(struct notifyx *nx, uint32_t mask, const char *path)
+{
+	static uint64_t buf[4 * NOTIFYX_EVENT_MAX / sizeof(uint64_t)];
+	struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
+	const struct notifyx_event *ev;
+	ssize_t n;
+
+	while (poll(&pfd, 1, 2000) > 0) {
+		while ((n = notifyx_read(nx, buf, sizeof(buf))) > 0) {
+			notifyx_for_each_event(ev, buf, n) {
+				if (ev->mask == mask && (!path || !strcmp(notifyx_event_path(ev), path)))
+					return true;
+			}
+		}
+		assert_true(n < 0 && errno == EAGAIN);
+	}
+	return false;
+}
+
+/* A handle with a RESCAN watch of top/t, its listing read; *w its watch. */
+static struct notifyx *open_watch(struct nx_watch **w)
+{
+	struct notifyx_config c = { .size = sizeof(c), .backend = NOTIFYX_BACKEND_INOTIFY,
+				    .flags = NOTIFYX_NONBLOCK };
+	struct notifyx *nx = notifyx_open(&c);
+	char root[PATH_MAX];
+	int wd;
+
+	assert_non_null(nx);
+	snprintf(root, sizeof(root), "%s/t", top);
+	wd = notifyx_add_watch(nx, root, EVENTS,
+			       NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN);
+	assert_true(wd > 0);
+	assert_true(read_until(nx, NOTIFYX_SYNC, NULL));
+	*w = nx_map_get(&nx->watches, (uint64_t)wd);
+	assert_non_null(*w);
+	assert_non_null((*w)->rescan);
+	return nx;
+}
+
+/* After what the model could not follow, the watch still reports. */
+static void still_reports(struct notifyx *nx)
+{
+	sh("touch %s/t/a/later", top);
+	assert_true(read_until(nx, NOTIFYX_CREATE, "a/later"));
+	assert_int_equal(notifyx_close(nx), 0);
+}
+
+/* rename a <- a/b: the destination holds the source. */
+static void source_below_destination(void **state)
+{
+	struct nx_watch *w;
+	struct notifyx *nx = open_watch(&w);
+
+	(void)state;
+	nx_rescan_apply(nx, w, NOTIFYX_RENAME, NOTIFYX_EVENT_ISDIR, "a", 1, "a/b", 3);
+	nx_rescan_apply(nx, w, NOTIFYX_RENAME, NOTIFYX_EVENT_ISDIR | NOTIFYX_EVENT_EXCHANGE, "a",
+			1, "a/b/c", 5);
+	still_reports(nx);
+}
+
+/* rename a/b/c/x <- a: a directory into itself. */
+static void destination_below_source(void **state)
+{
+	struct nx_watch *w;
+	struct notifyx *nx = open_watch(&w);
+
+	(void)state;
+	nx_rescan_apply(nx, w, NOTIFYX_RENAME, NOTIFYX_EVENT_ISDIR, "a/b/c/x", 7, "a", 1);
+	nx_rescan_apply(nx, w, NOTIFYX_RENAME, NOTIFYX_EVENT_ISDIR | NOTIFYX_EVENT_EXCHANGE,
+			"a/b", 3, "a", 1);
+	still_reports(nx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(source_below_destination, setup, teardown),
+		cmocka_unit_test_setup_teardown(destination_below_source, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("rescan model", tests, NULL, NULL);
+}
