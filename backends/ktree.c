@@ -216,8 +216,10 @@ int nx_kt_walk(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *na
 			wk->bury(nx, n);
 		return 0;
 	}
+	nx_rescan_listing(w, fd, rel_len);
 	ret = nx_scan_dir(fd, nx_kt_list_entry, &l, &calls);
 	err = errno;
+	nx_rescan_listing(w, -1, 0);
 	if (wk->listed)
 		wk->listed(wk, n, calls);
 	if (ret < 0) {

@@ -44,6 +44,14 @@ struct nx_rescan {
 	int dirfd;
 	size_t dir_len;
 	char dir[PATH_MAX];
+	/* While a kernel backend's walk lists a directory (nx_rescan_listing):
+	 * its descriptor (the walk's, borrowed), the length of its path, and
+	 * its node in the model once found.  The listing's entries are
+	 * stat'ed through the descriptor the walk reads, with no lookup of a
+	 * path, and added under that node without one either. */
+	int list_fd;
+	size_t list_len;
+	struct nx_snode *list_dir;
 };
 
 struct read_ctx {
@@ -104,6 +112,7 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
 		return -1;
 	w->rescan = rs;
 	rs->dirfd = -1;
+	rs->list_fd = -1;
 	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (rs->rootfd < 0 || !(rs->model = new_root(rs))) {
@@ -128,6 +137,17 @@ void nx_rescan_free(struct nx_watch *w)
 	nx_snap_free(rs->model);
 	free(rs);
 	w->rescan = NULL;
+}
+
+void nx_rescan_listing(struct nx_watch *w, int fd, size_t rel_len)
+{
+	struct nx_rescan *rs = w->rescan;
+
+	if (!rs)
+		return;
+	rs->list_fd = fd;
+	rs->list_len = rel_len;
+	rs->list_dir = NULL;
 }
 
 /* ---- the model follows the events ---- */
@@ -181,6 +201,8 @@ static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr
 	const char *slash = memrchr(rel, '/', len);
 	size_t dlen = slash ? (size_t)(slash - rel) : 0;
 
+	if (rs->list_fd >= 0 && dlen == rs->list_len) /* an entry the walk lists */
+		return nx_snap_stat(rs->list_fd, slash ? slash + 1 : rel, a);
 	if (!w->staging || !slash) { /* not a listing: events are few */
 		if (rs->dirfd >= 0)
 			close(rs->dirfd);
@@ -206,17 +228,24 @@ static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr
 static struct nx_snode *parent_of(struct notifyx *nx, struct nx_watch *w, const char *path,
 				  size_t len)
 {
+	struct nx_rescan *rs = w->rescan;
 	const char *slash = memrchr(path, '/', len);
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	bool listed = rs->list_fd >= 0 && dlen == rs->list_len;
 	struct nx_snode *dir, *n;
 	const char *name;
 	size_t nlen;
 
 	if (!slash)
-		return w->rescan->model;
-	n = lookup(w->rescan->model, path, (size_t)(slash - path), &dir, &name, &nlen);
-	if (n && nx_snode_isdir(n))
-		return n;
-	return add(nx, w, path, (size_t)(slash - path), true, false);
+		return rs->model;
+	if (listed && rs->list_dir)
+		return rs->list_dir;
+	n = lookup(rs->model, path, dlen, &dir, &name, &nlen);
+	if (!n || !nx_snode_isdir(n))
+		n = add(nx, w, path, dlen, true, false);
+	if (listed)
+		rs->list_dir = n;
+	return n;
 }
 
 /* The entry at path exists now, with the type the event gave it. */
@@ -243,6 +272,7 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 			n->a = a; /* the same type: what the copy holds below it stays */
 			return n;
 		}
+		rs->list_dir = NULL;
 		nx_snap_remove(n);
 	}
 	if (!(n = nx_snap_add(dir, name, nlen, &a)))
@@ -280,6 +310,7 @@ static void remove_path(struct nx_rescan *rs, const char *path, size_t len)
 	const char *name;
 	size_t nlen;
 
+	rs->list_dir = NULL;
 	if (len && (n = lookup(rs->model, path, len, &dir, &name, &nlen)))
 		nx_snap_remove(n);
 }
@@ -301,6 +332,7 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, 
 	const char *name, *tname;
 	size_t nlen, tlen;
 
+	rs->list_dir = NULL;
 	a = lookup(rs->model, from, from_len, &dir, &name, &nlen);
 	b = lookup(rs->model, to, to_len, &tdir, &tname, &tlen);
 	if (!a || !tdir || within(tdir, a) || (b && b != a && within(a, b))) {
@@ -369,6 +401,18 @@ void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint
 }
 
 /* ---- the repair ---- */
+
+int nx_rescan_adopt(struct nx_watch *w, const struct nx_snode *t)
+{
+	struct nx_rescan *rs = w->rescan;
+	struct nx_snode *copy = nx_snap_copy(t);
+
+	if (!copy)
+		return -1;
+	nx_snap_free(rs->model);
+	rs->model = copy;
+	return 1;
+}
 
 static void emit_diff(void *ctx, size_t watch, uint32_t mask, uint32_t flags, uint32_t cookie,
 		      const char *path, size_t path_len, const char *old, size_t old_len)

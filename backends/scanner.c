@@ -204,21 +204,26 @@ fail:
 
 int nx_scanner_repair(struct notifyx *nx, struct nx_scanner *s, struct nx_watch *w)
 {
-	struct scan_ctx c = { .nx = nx, .s = s };
 	struct nx_swatch *sw = nx_scanner_find(s, w);
 
 	if (!sw)
 		return 0;
 	/* The snapshot catches up with the disk (its events are the
 	 * repair's to tell), and the repair's model is its listing: the
-	 * next scans report from where the repair leaves the application. */
-	w->quiet = true;
-	sw->dirty = true;
-	nx_scanner_run(nx, s, false);
-	w->quiet = false;
-	if (w->ended || sw->dirty) /* gone, or not read: the core reads */
-		return 0;
-	return list_snapshot(&c, sw) < 0 ? -1 : 1;
+	 * next scans report from where the repair leaves the application.
+	 * A snapshot whose own diff lost the events holds them already. */
+	if (!sw->fresh || sw->losses != w->losses) {
+		w->quiet = true;
+		sw->dirty = true;
+		nx_scanner_run(nx, s, false);
+		w->quiet = false;
+		if (w->ended || sw->dirty) /* gone, or not read: the core reads */
+			return 0;
+	}
+	sw->fresh = false;
+	/* The model is the snapshot as read: listing it would only stat
+	 * every entry again. */
+	return nx_rescan_adopt(w, sw->snap);
 }
 
 /* The mounts of this mount namespace now, sorted by id (the first member:
@@ -395,14 +400,23 @@ void nx_scanner_run(struct notifyx *nx, struct nx_scanner *s, bool all)
 			      (sw->w->flags & NOTIFYX_WATCH_LIST ? NX_SDIFF_LIST : 0);
 		c.v[n++] = sw;
 	}
+	for (size_t i = 0; i < n; i++) {
+		struct nx_watch *w = c.v[i]->w;
+		c.v[i]->fresh = !w->repair_due;
+		c.v[i]->losses = w->losses;
+	}
 	if (n && nx_snap_diff(dw, n, &s->cookie, emit_to, &c) < 0) {
 		/* The new snapshots are kept: what changed before them is lost. */
 		for (size_t i = 0; i < n; i++)
 			nx_lost(nx, c.v[i]->w);
 	}
 	for (size_t i = 0; i < n; i++) {
+		struct nx_swatch *sw = c.v[i];
+		/* Fresh: events of this diff alone were lost (and nothing since). */
+		sw->fresh = sw->fresh && sw->w->losses != sw->losses;
+		sw->losses = sw->w->losses;
 		nx_snap_free(dw[i].old);
-		c.v[i]->snap = dw[i].cur;
+		sw->snap = dw[i].cur;
 	}
 	for (size_t i = 0; i < ngone; i++) {
 		uint32_t isdir = nx_snode_isdir(gone[i]->snap) ? NOTIFYX_EVENT_ISDIR : 0;

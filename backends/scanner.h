@@ -32,6 +32,11 @@ struct nx_swatch {
 	bool dead;               /* removed while a scan ran: freed after it */
 	bool dirty;              /* to be scanned at the next nx_scanner_run(..., false) */
 	bool failed;             /* the last read failed and an ERROR said so */
+	/* A repair may take snap as it is: the only losses since the last
+	 * repair were of events of the diff that made snap (losses: w's count
+	 * then), which snap holds, so a read would only tell the same again. */
+	bool fresh;
+	uint32_t losses;
 	uint64_t err_key;        /* of the last ERROR for part of the tree */
 	struct nx_swatch *next;
 	void *bdata;             /* the backend's */

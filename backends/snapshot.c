@@ -199,6 +199,42 @@ int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, siz
 	return nx_snode_insert(dir, n); /* cannot fail: the name is free and room reserved */
 }
 
+/* Copies the entries of o into c (a copy of o). */
+static int copy_kids(struct nx_snode *c, const struct nx_snode *o)
+{
+	if (nx_snode_reserve(c, o->nkids) < 0)
+		return -1;
+	for (uint32_t i = 0; i < o->nkids; i++) {
+		const struct nx_snode *k = o->kids[i];
+		struct nx_snode *n = nx_snode_new(k->name, k->name_len);
+		if (!n)
+			return -1;
+		n->a = k->a;
+		n->entered = k->entered;
+		n->parent = c;
+		c->kids[c->nkids++] = n;
+		if (k->nkids && copy_kids(n, k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct nx_snode *nx_snap_copy(const struct nx_snode *n)
+{
+	struct nx_snode *c = nx_snode_new("", 0);
+
+	if (!c)
+		return NULL;
+	c->a = n->a;
+	c->entered = n->entered;
+	if (copy_kids(c, n) < 0) {
+		nx_snap_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
 struct nx_snode *nx_snap_empty(const struct nx_snode *n)
 {
 	struct nx_snode *e = nx_snode_new("", 0);

@@ -126,6 +126,9 @@ void nx_snap_remove(struct nx_snode *n);
 /* Moves n (with everything below it) into dir under name; -1 with ENOMEM,
  * or EEXIST when the name is taken. */
 int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, size_t len);
+/* A copy of the tree n (names, attributes, listings; no refs), as a root;
+ * NULL with ENOMEM. */
+struct nx_snode *nx_snap_copy(const struct nx_snode *n);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
 void nx_snap_free(struct nx_snode *n);
@@ -163,5 +166,15 @@ typedef void (*nx_semit_fn)(void *ctx, size_t watch, uint32_t mask, uint32_t fla
  * missing: the caller reports an overflow). */
 int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_fn emit,
 		 void *ctx);
+
+/* ---- NOTIFYX_WATCH_RESCAN (rescan.c) ---- */
+
+struct nx_watch;
+
+/* For a backend's repair (the core's ops->repair) that has just read w's
+ * tree into snapshot t: a copy of t becomes the repair's new model, in
+ * place of a listing that the model would stat entry by entry again.
+ * Returns 1 (the tree is listed), or -1 with ENOMEM. */
+int nx_rescan_adopt(struct nx_watch *w, const struct nx_snode *t);
 
 #endif /* NX_SNAPSHOT_H */

@@ -287,6 +287,7 @@ void nx_lost(struct notifyx *nx, struct nx_watch *w)
 	 * repair reads next. */
 	if (w->ended || w->quiet || w->rebuild)
 		return;
+	w->losses++;
 	if (w->rescan) {
 		/* A loss before the repair's SYNC is queued starts it over,
 		 * with no second OVERFLOW (API.md), once the first is queued. */

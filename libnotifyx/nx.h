@@ -142,6 +142,7 @@ struct nx_watch {
 	void *bdata;        /* backend data */
 	struct nx_rescan *rescan; /* NOTIFYX_WATCH_RESCAN: the model (backends/rescan.c) */
 	bool repair_due;    /* RESCAN: events were lost, a repair is to run */
+	uint32_t losses;    /* losses so far (nx_lost): a scanner tells its own apart */
 	bool quiet;         /* a scanner catches up for a repair: only ERROR and self events pass */
 	bool rebuild;       /* RESCAN: the backend lists the tree into the model, not the queue */
 	bool repairing;     /* RESCAN: the repair's diff is queued: the model is being replaced */
@@ -265,6 +266,10 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w);
 /* The model follows ev, just queued for w. */
 void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
 		     const char *path, size_t path_len, const char *old, size_t old_len);
+/* A kernel backend's walk lists the directory open at fd (borrowed; -1:
+ * the listing is over), whose path below w's root is rel_len bytes long:
+ * the model stats the entries it reports through fd, not by path. */
+void nx_rescan_listing(struct nx_watch *w, int fd, size_t rel_len);
 /* Repairs every watch that lost events (outside the backend's process). */
 void nx_rescan_run(struct notifyx *nx);
 void nx_rescan_free(struct nx_watch *w);

@@ -422,6 +422,35 @@ static void relist_marked_only(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* A copy (a repair's new model, taken from a scanner's snapshot) is the
+ * tree as it is, listings and unlisted directories alike, and shares
+ * nothing with it. */
+static void copy_is_the_same_tree(void **state)
+{
+	struct nx_snode *t = build("a/=2 a/f=3,s=7,m=9 a/g/=4 a/g/h=5 b/=6 c=7,p=384");
+	struct nx_snode *c, *other;
+
+	(void)state;
+	nx_snap_find(t, "b", 1)->entered = false; /* could not be read */
+	assert_non_null(c = nx_snap_copy(t));
+	assert_ptr_not_equal(c, t);
+	assert_true(c->entered);
+	assert_int_equal(c->a.ino, 1);
+	assert_false(nx_snap_find(c, "b", 1)->entered);
+	assert_int_equal(nx_snap_find(nx_snap_find(c, "a", 1), "f", 1)->a.size, 7);
+	assert_ptr_equal(nx_snap_find(nx_snap_find(c, "a", 1), "g", 1)->parent,
+			 nx_snap_find(c, "a", 1));
+	/* The same tree: no event either way. */
+	assert_non_null(other = nx_snap_copy(t));
+	assert_string_equal(diff_n(&t, &other, (uint32_t[]){ NX_SDIFF_RECURSIVE | NX_SDIFF_LIST },
+				   1), "");
+	/* The original is freed: the copy stands alone. */
+	assert_non_null(other = build("a/=2 a/f=3,s=8,m=9 a/g/=4 a/g/h=5 b/=6 c=7,p=384"));
+	nx_snap_find(other, "b", 1)->entered = false;
+	assert_string_equal(diff_n(&c, &other, (uint32_t[]){ NX_SDIFF_RECURSIVE | NX_SDIFF_LIST },
+				   1), "0:modify a/f");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +468,7 @@ int main(void)
 		cmocka_unit_test(unread_directory_keeps_listing),
 		cmocka_unit_test(remount_is_overflow),
 		cmocka_unit_test(relist_marked_only),
+		cmocka_unit_test(copy_is_the_same_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
