@@ -26,7 +26,7 @@
 #define DIR_CHANGES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
 struct kwatch {
-	int kwd;
+	int32_t kwd;          /* first: its key in in->kwatches (an nx_index) */
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
 	struct nx_node *subs; /* nodes of this inode, linked by knext */
 	uint64_t born;        /* stream offset of the first record queued after it was added */
@@ -102,7 +102,7 @@ struct ino {
 	uint64_t stream;      /* bytes read from fd so far */
 	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
-	struct nx_map kwatches; /* kernel wd -> struct kwatch */
+	struct nx_index kwatches; /* kernel wd -> struct kwatch */
 	/* Kept apart from struct kwatch, which one directory of a recursive
 	 * watch costs (24 bytes: a 32-byte malloc chunk); few have these. */
 	struct nx_map guards;   /* wd -> the first watch whose root is in it (see guard()) */

@@ -33,16 +33,15 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
 		return NULL;
-	kw = nx_map_get(&in->kwatches, (uint64_t)kwd);
+	kw = nx_index_get(&in->kwatches, kwd);
 	if (!kw) {
 		if (!(kw = calloc(1, sizeof(*kw))) ||
-		    nx_map_put(&in->kwatches, (uint64_t)kwd, kw) < 0) {
+		    (kw->kwd = kwd, nx_index_add(&in->kwatches, kw)) < 0) {
 			free(kw);
 			inotify_rm_watch(in->fd, kwd);
 			errno = ENOMEM;
 			return NULL;
 		}
-		kw->kwd = kwd;
 		if (ioctl(in->fd, FIONREAD, &queued) == 0)
 			kw->born = in->stream + (uint64_t)queued;
 	}
@@ -57,7 +56,7 @@ void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw)
 	    nx_map_get(&in->kept, (uint64_t)kw->kwd))
 		return;
 	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
-	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
+	nx_index_del(&in->kwatches, kw->kwd);
 	free(kw);
 }
 
@@ -401,7 +400,7 @@ int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 	if (kwd == kw->kwd)
 		return fd;
 	int err = kwd < 0 ? errno : ESTALE; /* ENOSPC, ENOMEM: cannot tell */
-	if (kwd >= 0 && !nx_map_get(&in->kwatches, (uint64_t)kwd))
+	if (kwd >= 0 && !nx_index_get(&in->kwatches, kwd))
 		inotify_rm_watch(in->fd, kwd); /* a directory we do not watch */
 	close(fd);
 	errno = err;

@@ -295,7 +295,7 @@ static bool own_access(struct ino *in, const struct kwatch *kw, const struct inr
 void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
-	struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
 	size_t count;
 
 	if (!kw || own_access(in, kw, r))
@@ -404,12 +404,12 @@ static void ino_close(struct notifyx *nx)
 		w->bdata = NULL;
 	}
 	pos = 0;
-	while (nx_map_next(&in->kwatches, &pos, NULL, (void **)&kw)) {
+	while (nx_index_next(&in->kwatches, &pos, (void **)&kw)) {
 		for (struct nx_node *n = kw->subs; n; n = n->knext)
 			n->kref = NULL;
 		free(kw);
 	}
-	nx_map_free(&in->kwatches);
+	nx_index_free(&in->kwatches);
 	nx_map_free(&in->guards);
 	nx_map_free(&in->kept);
 	nx_map_free(&in->mounts);
