@@ -141,11 +141,11 @@ static bool sync_holds(struct notifyx *nx)
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
 		struct kwatch *kw = nx_index_get(&in->kwatches, in->held_kwd[i]);
-		struct nx_node *n = kw ? kw->subs : NULL;
+		struct nx_node *n = NULL;
 		int pfd;
 
-		while (n && n->dead)
-			n = n->knext;
+		for (size_t si = 0; kw && (n = nx_subs_get(kw->subs, si)) && n->dead; si++)
+			;
 		if (!n || (pfd = nx_ino_open_node(nx, n)) < 0)
 			continue;
 		/* ENOENT is the usual answer: either answer comes from the lookup. */
@@ -169,16 +169,20 @@ static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
 
 static bool kwatch_blocked(const struct ino *in, const struct kwatch *kw)
 {
-	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext)
-		if (!s->dead && watch_blocked(in, s->watch))
+	const struct nx_node *s;
+
+	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++)
+		if (!s->dead && watch_blocked(in, nx_node_watch(s)))
 			return true;
 	return false;
 }
 
 static void block_kwatch(struct ino *in, const struct kwatch *kw)
 {
-	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
-		if (s->dead || watch_blocked(in, s->watch))
+	const struct nx_node *s;
+
+	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++) {
+		if (s->dead || watch_blocked(in, nx_node_watch(s)))
 			continue;
 		if (in->nblocked == in->blocked_cap) {
 			size_t cap = in->blocked_cap ? in->blocked_cap * 2 : 8;
@@ -190,7 +194,7 @@ static void block_kwatch(struct ino *in, const struct kwatch *kw)
 			in->blocked = v;
 			in->blocked_cap = cap;
 		}
-		in->blocked[in->nblocked++] = s->watch;
+		in->blocked[in->nblocked++] = nx_node_watch(s);
 	}
 }
 
@@ -312,9 +316,11 @@ static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, c
 			continue;
 		const struct kwatch *sk = (n.mask & IN_MOVE_SELF) ?
 			nx_index_get(&in->kwatches, n.wd) : NULL;
-		for (const struct nx_node *s = sk ? sk->subs : NULL; s; s = s->knext)
-			if (!s->dead && s->parent && s->parent->kref == kw && s->name_len == r->name_len &&
-			    !memcmp(s->name, r->name, r->name_len))
+		const struct nx_node *s;
+
+		for (size_t si = 0; sk && (s = nx_subs_get(sk->subs, si)); si++)
+			if (!s->dead && s->parent && s->parent->kref == kw && nx_node_name_len(s) == r->name_len &&
+			    !memcmp(nx_node_name(s), r->name, r->name_len))
 				return true;
 		break;
 	}

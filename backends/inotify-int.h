@@ -28,7 +28,7 @@
 struct kwatch {
 	int32_t kwd;          /* first: its key in in->kwatches (an nx_index) */
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
-	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	nx_subs subs;         /* nodes of this inode */
 	uint64_t born;        /* stream offset of the first record queued after it was added */
 };
 
