@@ -22,7 +22,58 @@
 #include "scan.h"
 #include "treepath.h"
 
-/* ---- kernel watches ---- */
+/* ---- kernel watches ----
+ *
+ * They come from blocks: a kwatch is 24 bytes where a malloc chunk of its
+ * own is 32, and a recursive watch has one per directory (memory of large
+ * trees, issue "No stalls at scale").  A released one goes to a free list
+ * (linked through its subs) for the next; the blocks go at close. */
+
+#define KW_BLOCK 170 /* 8 + 170 * 24 bytes: a 4 KiB malloc chunk */
+
+struct kwblock {
+	struct kwblock *next;
+	struct kwatch kw[KW_BLOCK];
+};
+
+static struct kwatch *kwatch_alloc(struct ino *in)
+{
+	struct kwatch *kw;
+
+	if (!in->kwfree) {
+		struct kwblock *b = malloc(sizeof(*b));
+
+		if (!b)
+			return NULL;
+		b->next = in->kwblocks;
+		in->kwblocks = b;
+		for (size_t i = 0; i < KW_BLOCK; i++) {
+			b->kw[i].subs = (nx_subs)in->kwfree;
+			in->kwfree = &b->kw[i];
+		}
+	}
+	kw = in->kwfree;
+	in->kwfree = (struct kwatch *)kw->subs;
+	memset(kw, 0, sizeof(*kw));
+	return kw;
+}
+
+static void kwatch_free(struct ino *in, struct kwatch *kw)
+{
+	kw->subs = (nx_subs)in->kwfree;
+	in->kwfree = kw;
+}
+
+void nx_ino_kwatch_free_all(struct ino *in)
+{
+	while (in->kwblocks) {
+		struct kwblock *b = in->kwblocks;
+
+		in->kwblocks = b->next;
+		free(b);
+	}
+	in->kwfree = NULL;
+}
 
 /* Adds mask to the kernel watch of kpath; NULL with errno on failure. */
 static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mask)
@@ -35,9 +86,10 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 		return NULL;
 	kw = nx_index_get(&in->kwatches, kwd);
 	if (!kw) {
-		if (!(kw = calloc(1, sizeof(*kw))) ||
+		if (!(kw = kwatch_alloc(in)) ||
 		    (kw->kwd = kwd, nx_index_add(&in->kwatches, kw)) < 0) {
-			free(kw);
+			if (kw)
+				kwatch_free(in, kw);
 			inotify_rm_watch(in->fd, kwd);
 			errno = ENOMEM;
 			return NULL;
@@ -57,7 +109,7 @@ void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw)
 		return;
 	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
 	nx_index_del(&in->kwatches, kw->kwd);
-	free(kw);
+	kwatch_free(in, kw);
 }
 
 int nx_ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)

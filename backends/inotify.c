@@ -412,9 +412,9 @@ static void ino_close(struct notifyx *nx)
 		for (size_t si = 0; (n = nx_subs_get(kw->subs, si)); si++)
 			n->kref = NULL;
 		nx_subs_free(&kw->subs);
-		free(kw);
 	}
 	nx_index_free(&in->kwatches);
+	nx_ino_kwatch_free_all(in);
 	nx_map_free(&in->guards);
 	nx_map_free(&in->kept);
 	nx_map_free(&in->mounts);

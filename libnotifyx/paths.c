@@ -92,10 +92,8 @@ struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *par
 	for (size_t i = home_of(key, t->cap); t->slots[i]; i = (i + 1) & mask) {
 		struct nx_node *n = slot_node(t->slots[i]);
 
-		const char *nname;
-
 		if ((t->slots[i] & TAG_MASK) == tag_of(key) && n->parent == parent &&
-		    !strncmp(nname = nx_node_name(n), name, len) && !nname[len])
+		    nx_node_name_len(n) == len && !memcmp(nx_node_name(n), name, len))
 			return n;
 	}
 	return NULL;
