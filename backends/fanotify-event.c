@@ -25,13 +25,15 @@ size_t nx_fan_subscribers(struct notifyx *nx, const struct kobj *k, int i)
 	struct fan *fa = fan_of(nx);
 	size_t n = 0;
 
-	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext) {
+	struct nx_node *s;
+
+	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++) {
 		if (n == fa->vec_cap[i]) {
 			size_t cap = n ? n * 2 : 8;
 			struct nx_node **v = realloc(fa->vec[i], cap * sizeof(*v));
 			if (!v) {
-				for (; s; s = s->knext)
-					nx_lost(nx, s->watch);
+				for (; (s = nx_subs_get(k->subs, si)); si++)
+					nx_lost(nx, nx_node_watch(s));
 				break;
 			}
 			fa->vec[i] = v;
@@ -115,12 +117,12 @@ static void root_deleted(struct notifyx *nx, struct kobj *k)
 
 	for (size_t i = 0; i < count; i++) {
 		struct nx_node *n = fan_of(nx)->vec[1][i];
-		struct fwatch *fw = n->watch->bdata;
-		if (n->dead || n->parent || n->watch->ended || !fw || fw->hfd < 0 || fw->hname ||
+		struct fwatch *fw = nx_node_watch(n)->bdata;
+		if (n->dead || n->parent || nx_node_watch(n)->ended || !fw || fw->hfd < 0 || fw->hname ||
 		    fstat(fw->hfd, &st) < 0 || st.st_nlink)
 			continue;
-		nx_emit(nx, n->watch, NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
-		nx_end_watch(nx, n->watch);
+		nx_emit(nx, nx_node_watch(n), NOTIFYX_DELETE_SELF, NOTIFYX_EVENT_ISDIR, 0, 0, "", 0, NULL, 0);
+		nx_end_watch(nx, nx_node_watch(n));
 	}
 }
 
@@ -149,7 +151,7 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 			size_t nlen)
 {
 	struct fan *fa = fan_of(nx);
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	bool isdir = mask & FAN_ONDIR;
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
 	size_t len = nx_fan_entry_path(fa, n, name, nlen, 0), count;
@@ -187,7 +189,7 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
  * that its parent names). */
 static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, bool isdir)
 {
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0, types[8];
 	size_t count;
 
@@ -195,7 +197,7 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 		/* Named by its parent; its end comes as the parent's DELETE or RENAME. */
 		mask &= ~(uint64_t)(FAN_CREATE | FAN_DELETE | FAN_DELETE_SELF | FAN_MOVE_SELF);
 		if (mask)
-			child_event(nx, n->parent, mask | (isdir ? FAN_ONDIR : 0), n->name, n->name_len);
+			child_event(nx, n->parent, mask | (isdir ? FAN_ONDIR : 0), nx_node_name(n), nx_node_name_len(n));
 		return;
 	}
 	count = nx_fan_split(mask & ~(uint64_t)(FAN_CREATE | FAN_DELETE), false, types);

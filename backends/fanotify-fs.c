@@ -212,8 +212,10 @@ static bool anchored(const struct fan *fa, const struct link *l)
 
 	if (!k || k->gen != fa->fsgen)
 		return false;
-	for (const struct nx_node *s = k->subs; s; s = s->knext)
-		if (!s->dead && nx_fan_fs_mode(s->watch))
+	const struct nx_node *s;
+
+	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++)
+		if (!s->dead && nx_fan_fs_mode(nx_node_watch(s)))
 			return true;
 	return false;
 }
@@ -249,8 +251,10 @@ int nx_fan_open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *i
 /* The node of kobj k in watch w, if any. */
 static struct nx_node *node_in(const struct kobj *k, const struct nx_watch *w)
 {
-	for (struct nx_node *s = k ? k->subs : NULL; s; s = s->knext)
-		if (s->watch == w && !s->dead)
+	struct nx_node *s;
+
+	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++)
+		if (nx_node_watch(s) == w && !s->dead)
 			return s;
 	return NULL;
 }
@@ -688,7 +692,7 @@ struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, co
 				  size_t len, const struct fanid *id)
 {
 	struct fan *fa = fan_of(nx);
-	struct nx_watch *w = parent->watch;
+	struct nx_watch *w = nx_node_watch(parent);
 	struct nx_node *c;
 	struct kobj *k;
 
@@ -727,8 +731,11 @@ struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, co
 		nx_lost(nx, w); /* its events cannot be placed */
 		return NULL;
 	}
+	if (nx_subs_add(&k->subs, c) < 0) {
+		nx_node_free_tree(&nx->paths, c, NULL, NULL);
+		nx_lost(nx, w);
+		return NULL;
+	}
 	c->kref = k;
-	c->knext = k->subs;
-	k->subs = c;
 	return c;
 }

@@ -37,7 +37,7 @@ struct kobj {
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
 	uint64_t listed_at;   /* the epoch of its last listing by nx_fan_walk() */
-	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	nx_subs subs;         /* nodes of this inode */
 	bool isdir;
 	size_t idlen;
 	unsigned char id[ID_MAX];

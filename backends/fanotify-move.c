@@ -88,7 +88,7 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	    nx_node_find(&nx->paths, n, name, len) ||
 	    nx_fan_entry_path(fa, n, name, len, 2) == SIZE_MAX)
 		return false;
-	return !nx_excluded(nx, n->watch, fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
+	return !nx_excluded(nx, nx_node_watch(n), fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
 }
 
 /* True when the table has an end of move m done already, or may have (in
@@ -103,7 +103,7 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 		struct nx_node *a = fa->vec[0][i];
 		for (size_t j = 0; j < nt; j++) {
 			struct nx_node *b = fa->vec[1][j];
-			if (a->dead || b->dead || a->watch != b->watch)
+			if (a->dead || b->dead || nx_node_watch(a) != nx_node_watch(b))
 				continue;
 			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
 			    end_done(nx, b, m->tname, m->tlen, m->fid, false))
@@ -123,7 +123,7 @@ static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name,
 		    bool theirs, bool unseen)
 {
 	const struct move *m = r->ctx;
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	bool list = w->flags & NOTIFYX_WATCH_LIST;
 
 	/* (With filesystem marks, listed where it arrives when LIST asks.) */
@@ -158,7 +158,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (a->dead)
 			continue;
 		for (size_t j = 0; j < nt && !b; j++)
-			if (!to[j]->dead && to[j]->watch == a->watch)
+			if (!to[j]->dead && nx_node_watch(to[j]) == nx_node_watch(a))
 				b = to[j];
 		if (b) {
 			rename_in_watch(nx, a, b, m);
@@ -170,7 +170,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		nx_fan_sup_take(fa, a, m->fname, m->flen);
 		if (m->isdir)
 			nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
-		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+		nx_emit(nx, nx_node_watch(a), NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nt ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
 	}
 	for (size_t j = 0; j < nt; j++) {
@@ -179,7 +179,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (b->dead)
 			continue;
 		for (size_t i = 0; i < nf && !paired; i++)
-			paired = from[i]->watch == b->watch;
+			paired = nx_node_watch(from[i]) == nx_node_watch(b);
 		if (paired)
 			continue;
 		size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
@@ -187,7 +187,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 			nx_fan_too_long(nx, b);
 		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
 			continue;
-		struct nx_watch *w = b->watch;
+		struct nx_watch *w = nx_node_watch(b);
 		nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
 		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
@@ -349,7 +349,9 @@ void nx_fan_check_mounts(struct notifyx *nx)
 	while (nx_map_next(&fa->kobjs, &pos, NULL, (void **)&k)) {
 		if (!k->mnt_id || nx_map_get(&set, k->mnt_id + 1))
 			continue;
-		for (struct nx_node *s = k->subs; s; s = s->knext) {
+		struct nx_node *s;
+
+		for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++) {
 			/* Only where the vanished mount begins. */
 			if (s->parent && s->parent->kref &&
 			    ((struct kobj *)s->parent->kref)->mnt_id == k->mnt_id)
@@ -379,7 +381,7 @@ void nx_fan_check_mounts(struct notifyx *nx)
 	nx_map_free(&set);
 	for (size_t i = 0; i < ngone; i++) {
 		struct nx_node *n = gone[i];
-		struct nx_watch *w = n->watch;
+		struct nx_watch *w = nx_node_watch(n);
 		if (n->dead || w->ended)
 			continue;
 		if (!n->parent) {
@@ -389,8 +391,8 @@ void nx_fan_check_mounts(struct notifyx *nx)
 		}
 		struct nx_node *parent = n->parent;
 		char name[NAME_MAX + 1];
-		size_t len = n->name_len;
-		memcpy(name, n->name, len);
+		size_t len = nx_node_name_len(n);
+		memcpy(name, nx_node_name(n), len);
 		nx_fan_bury(nx, n);
 		nx_lost(nx, w);
 		nx_fan_add_subdir(nx, parent, name, len, false, false);

@@ -118,7 +118,7 @@ uint64_t nx_fan_mnt_of(int fd)
 
 static uint64_t node_mask(const struct nx_node *n, bool isdir)
 {
-	const struct nx_watch *w = n->watch;
+	const struct nx_watch *w = nx_node_watch(n);
 	uint64_t m = nx_fan_mask(w->events);
 
 	if (!isdir)
@@ -204,23 +204,25 @@ again:
 	 * read so far lag behind the filesystem; the old place is stale.
 	 * Unless that place is above n: a listing made after the directory
 	 * moved below itself, as the events read so far have it (ELOOP). */
-	for (struct nx_node *s = k->subs; s; s = s->knext) {
-		if (s->watch == n->watch && s != n && nx_within(n, s)) {
+	struct nx_node *s;
+
+	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++) {
+		if (nx_node_watch(s) == nx_node_watch(n) && s != n && nx_within(n, s)) {
 			errno = ELOOP;
 			return -1;
 		}
 	}
-	for (struct nx_node *s = k->subs; s; s = s->knext) {
-		if (s->watch == n->watch && !nx_within(n, s) && s->parent) {
+	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++) {
+		if (nx_node_watch(s) == nx_node_watch(n) && !nx_within(n, s) && s->parent) {
 			nx_fan_bury(nx, s);
 			if (!nx_fan_kobj_find(fa, &fid))
 				goto again; /* it was the last node of k, which went with it */
 			break;
 		}
 	}
+	if (nx_subs_add(&k->subs, n) < 0)
+		return -1;
 	n->kref = k;
-	n->knext = k->subs;
-	k->subs = n;
 	return 0;
 }
 
@@ -230,7 +232,7 @@ again:
 static int open_below(struct notifyx *nx, const struct nx_node *n, const char *name,
 		      size_t nlen, int flags)
 {
-	const struct fwatch *fw = n->watch->bdata;
+	const struct fwatch *fw = nx_node_watch(n)->bdata;
 	char *p = fan_of(nx)->path[3];
 	size_t rel = 0, dlen, len;
 
@@ -262,9 +264,9 @@ int nx_fan_open_node(struct notifyx *nx, struct nx_node *n)
 		errno = ESTALE;
 		return -1;
 	}
-	if (!n->watch->bdata || ((const struct fwatch *)n->watch->bdata)->hfd < 0)
-		fd = open(n->watch->abspath, O_PATH | O_CLOEXEC |
-			  ((n->watch->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (!nx_node_watch(n)->bdata || ((const struct fwatch *)nx_node_watch(n)->bdata)->hfd < 0)
+		fd = open(nx_node_watch(n)->abspath, O_PATH | O_CLOEXEC |
+			  ((nx_node_watch(n)->flags & NOTIFYX_WATCH_NOFOLLOW) ? O_NOFOLLOW : 0));
 	else
 		fd = open_below(nx, n, NULL, 0, O_PATH);
 	if (fd < 0)
@@ -313,14 +315,8 @@ struct kobj *nx_fan_unsubscribe(struct nx_node *n)
 
 	if (!k)
 		return NULL;
-	for (struct nx_node **pp = &k->subs; *pp; pp = &(*pp)->knext) {
-		if (*pp == n) {
-			*pp = n->knext;
-			break;
-		}
-	}
+	nx_subs_del(&k->subs, n);
 	n->kref = NULL;
-	n->knext = NULL;
 	return k->subs ? NULL : k;
 }
 
@@ -333,7 +329,7 @@ void nx_fan_detach(struct notifyx *nx, struct nx_node *n)
 {
 	struct kobj *k = n->kref;
 
-	if (k && k->subs == n && !n->knext && k->kmask && !nx->forked) {
+	if (k && k->subs == (nx_subs)n && k->kmask && !nx->forked) { /* its only node */
 		int fd = nx_fan_open_node(nx, n);
 		if (fd >= 0) {
 			nx_fan_unmark(nx, k, fd);
@@ -399,7 +395,7 @@ static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const 
 {
 	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
 
-	if (n->parent || (n->watch->flags & NOTIFYX_WATCH_NOFOLLOW))
+	if (n->parent || (nx_node_watch(n)->flags & NOTIFYX_WATCH_NOFOLLOW))
 		flags |= O_NOFOLLOW;
 	if (pfd >= 0 || !n->parent)
 		return openat(pfd >= 0 ? pfd : AT_FDCWD, name, flags);
@@ -434,7 +430,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 {
 	struct notifyx *nx = wk->nx;
 	struct fan *fa = fan_of(nx);
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	struct kobj *k;
 	int fd, err;
 
@@ -470,7 +466,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 static bool quiet(struct nx_kt_walk *wk, struct nx_node *n, int err)
 {
 	(void)wk;
-	return err == ENODEV && n->parent && nx_fan_fs_mode(n->watch);
+	return err == ENODEV && n->parent && nx_fan_fs_mode(nx_node_watch(n));
 }
 
 /*
@@ -500,7 +496,7 @@ static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_
 		size_t cap = fa->deferred_cap ? fa->deferred_cap * 2 : 8;
 		struct deferred *v = realloc(fa->deferred, cap * sizeof(*v));
 		if (!v) {
-			nx_lost(nx, n->watch);
+			nx_lost(nx, nx_node_watch(n));
 			return;
 		}
 		fa->deferred = v;
@@ -508,7 +504,7 @@ static void defer(struct notifyx *nx, struct nx_node *n, const char *name, size_
 	}
 	struct deferred *d = &fa->deferred[fa->ndeferred];
 	if (!(d->name = strndup(name, nlen))) {
-		nx_lost(nx, n->watch);
+		nx_lost(nx, nx_node_watch(n));
 		return;
 	}
 	d->node = n;
@@ -528,17 +524,17 @@ static void walk_new(struct notifyx *nx, struct nx_node *n, const char *name, si
 	if (len == SIZE_MAX)
 		nx_fan_too_long(nx, n);
 	else if (!(c = nx_node_add(&nx->paths, n, name, nlen)))
-		nx_lost(nx, n->watch);
-	else if (nx_fan_walk(nx, c, fd, dname ? dname : c->name, fa->path[2], len, report,
+		nx_lost(nx, nx_node_watch(n));
+	else if (nx_fan_walk(nx, c, fd, dname ? dname : nx_node_name(c), fa->path[2], len, report,
 			     false) < 0)
-		nx_lost(nx, n->watch);
+		nx_lost(nx, nx_node_watch(n));
 }
 
 /* A directory arrived at n/name: mark and list it (or only name it). */
 void nx_fan_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report, bool retry)
 {
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	int pfd;
 
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
@@ -576,7 +572,7 @@ void nx_fan_list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 {
 	struct fan *fa = fan_of(nx);
 	struct fsmark *fm = id && id->len >= 16 ? nx_fan_fsmark_of(fa, id->data) : NULL;
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	int fd;
 
 	if (!fm) {
@@ -608,7 +604,7 @@ static void retry_deferred(struct notifyx *nx)
 	fa->ndeferred = fa->deferred_cap = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct nx_node *node = v[i].node;
-		if (!node->dead && !node->watch->ended)
+		if (!node->dead && !nx_node_watch(node)->ended)
 			nx_fan_add_subdir(nx, node, v[i].name, strlen(v[i].name), v[i].report,
 					  false);
 		free(v[i].name);
@@ -723,8 +719,11 @@ static void fan_close(struct notifyx *nx)
 	if (fa->mnt_check >= 0)
 		close(fa->mnt_check);
 	while (nx_map_next(&fa->kobjs, &pos, NULL, (void **)&k)) {
-		for (struct nx_node *n = k->subs; n; n = n->knext)
+		struct nx_node *n;
+
+		for (size_t si = 0; (n = nx_subs_get(k->subs, si)); si++)
 			n->kref = NULL;
+		nx_subs_free(&k->subs);
 		free(k);
 	}
 	nx_map_free(&fa->kobjs);

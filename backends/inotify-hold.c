@@ -140,12 +140,12 @@ static bool sync_holds(struct notifyx *nx)
 
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
-		struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)in->held_kwd[i]);
-		struct nx_node *n = kw ? kw->subs : NULL;
+		struct kwatch *kw = nx_index_get(&in->kwatches, in->held_kwd[i]);
+		struct nx_node *n = NULL;
 		int pfd;
 
-		while (n && n->dead)
-			n = n->knext;
+		for (size_t si = 0; kw && (n = nx_subs_get(kw->subs, si)) && n->dead; si++)
+			;
 		if (!n || (pfd = nx_ino_open_node(nx, n)) < 0)
 			continue;
 		/* ENOENT is the usual answer: either answer comes from the lookup. */
@@ -169,16 +169,20 @@ static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
 
 static bool kwatch_blocked(const struct ino *in, const struct kwatch *kw)
 {
-	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext)
-		if (!s->dead && watch_blocked(in, s->watch))
+	const struct nx_node *s;
+
+	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++)
+		if (!s->dead && watch_blocked(in, nx_node_watch(s)))
 			return true;
 	return false;
 }
 
 static void block_kwatch(struct ino *in, const struct kwatch *kw)
 {
-	for (const struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
-		if (s->dead || watch_blocked(in, s->watch))
+	const struct nx_node *s;
+
+	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++) {
+		if (s->dead || watch_blocked(in, nx_node_watch(s)))
 			continue;
 		if (in->nblocked == in->blocked_cap) {
 			size_t cap = in->blocked_cap ? in->blocked_cap * 2 : 8;
@@ -190,7 +194,7 @@ static void block_kwatch(struct ino *in, const struct kwatch *kw)
 			in->blocked = v;
 			in->blocked_cap = cap;
 		}
-		in->blocked[in->nblocked++] = s->watch;
+		in->blocked[in->nblocked++] = nx_node_watch(s);
 	}
 }
 
@@ -208,13 +212,13 @@ static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
 	for (size_t i = 0; i < in->nwait_cookie && (r->mask & IN_MOVED_TO); i++)
 		if (in->wait_cookie[i] == r->cookie)
 			return true; /* its first half waits */
-	if (kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)r->wd)))
+	if (kwatch_blocked(in, nx_index_get(&in->kwatches, r->wd)))
 		return true;
 	/* A pair is reported in place of its first half: where the second
 	 * half's watches wait, the whole move waits. */
 	return (r->mask & IN_MOVED_FROM) &&
 	       (tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to)) &&
-	       kwatch_blocked(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
+	       kwatch_blocked(in, nx_index_get(&in->kwatches, to.wd));
 }
 
 /* The record at pos waits: so do the later records of its watches. */
@@ -225,7 +229,7 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 
 	if (r->mask & IN_Q_OVERFLOW)
 		in->block_all = true;
-	block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)r->wd));
+	block_kwatch(in, nx_index_get(&in->kwatches, r->wd));
 	if (!(r->mask & IN_MOVED_FROM))
 		return;
 	if (in->nwait_cookie == sizeof(in->wait_cookie) / sizeof(in->wait_cookie[0]))
@@ -233,7 +237,7 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 	else
 		in->wait_cookie[in->nwait_cookie++] = r->cookie;
 	if (nx_ino_find_moved_to(in, pos + r->size, r, &to))
-		block_kwatch(in, nx_map_get(&in->kwatches, (uint64_t)to.wd));
+		block_kwatch(in, nx_index_get(&in->kwatches, to.wd));
 }
 
 /* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
@@ -244,7 +248,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	struct inrec to;
 	size_t tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to);
 	struct move m = {
-		.from = nx_map_get(&in->kwatches, (uint64_t)r->wd),
+		.from = nx_index_get(&in->kwatches, r->wd),
 		.fname = r->name, .flen = r->name_len,
 		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
 	};
@@ -257,7 +261,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	}
 	bool incomplete = false, to_isdir = false;
 	uint32_t rcookie = 0;
-	m.to = nx_map_get(&in->kwatches, (uint64_t)to.wd);
+	m.to = nx_index_get(&in->kwatches, to.wd);
 	m.tname = to.name;
 	m.tlen = to.name_len;
 	if (!nx_ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
@@ -299,7 +303,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, const struct inrec *f)
 {
 	struct ino *in = ino_of(nx);
-	const struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	const struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
 	struct inrec n;
 	size_t at = pos;
 	int state;
@@ -311,10 +315,12 @@ static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, c
 		if (!n.mask)
 			continue;
 		const struct kwatch *sk = (n.mask & IN_MOVE_SELF) ?
-			nx_map_get(&in->kwatches, (uint64_t)n.wd) : NULL;
-		for (const struct nx_node *s = sk ? sk->subs : NULL; s; s = s->knext)
-			if (!s->dead && s->parent && s->parent->kref == kw && s->name_len == r->name_len &&
-			    !memcmp(s->name, r->name, r->name_len))
+			nx_index_get(&in->kwatches, n.wd) : NULL;
+		const struct nx_node *s;
+
+		for (size_t si = 0; sk && (s = nx_subs_get(sk->subs, si)); si++)
+			if (!s->dead && s->parent && s->parent->kref == kw && nx_node_name_len(s) == r->name_len &&
+			    !memcmp(nx_node_name(s), r->name, r->name_len))
 				return true;
 		break;
 	}
@@ -394,7 +400,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 				if (fpos)
 					nx_ino_consume(in, fpos);
 				struct move m = {
-					.to = nx_map_get(&in->kwatches, (uint64_t)r.wd),
+					.to = nx_index_get(&in->kwatches, r.wd),
 					.tname = r.name, .tlen = r.name_len,
 					.isdir = r.mask & IN_ISDIR,
 				};
@@ -550,7 +556,7 @@ int nx_inotify_kwd(const struct notifyx *nx, int i)
 	struct kwatch *kw;
 	size_t pos = 0;
 
-	while (nx_map_next(&ino_of(nx)->kwatches, &pos, NULL, (void **)&kw))
+	while (nx_index_next(&ino_of(nx)->kwatches, &pos, (void **)&kw))
 		if (kw->subs && i-- == 0)
 			return kw->kwd;
 	return -1;

@@ -26,9 +26,9 @@
 #define DIR_CHANGES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
 struct kwatch {
-	int kwd;
+	int32_t kwd;          /* first: its key in in->kwatches (an nx_index) */
 	uint32_t kmask;       /* what the kernel watch asks for (never narrowed) */
-	struct nx_node *subs; /* nodes of this inode, linked by knext */
+	nx_subs subs;         /* nodes of this inode */
 	uint64_t born;        /* stream offset of the first record queued after it was added */
 };
 
@@ -102,9 +102,11 @@ struct ino {
 	uint64_t stream;      /* bytes read from fd so far */
 	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
-	struct nx_map kwatches; /* kernel wd -> struct kwatch */
+	struct nx_index kwatches; /* kernel wd -> struct kwatch */
+	struct kwblock *kwblocks; /* where they are (inotify-tree.c) */
+	struct kwatch *kwfree;    /* released ones, for the next */
 	/* Kept apart from struct kwatch, which one directory of a recursive
-	 * watch costs (24 bytes: a 32-byte malloc chunk); few have these. */
+	 * watch costs (24 bytes); few have these. */
 	struct nx_map guards;   /* wd -> the first watch whose root is in it (see guard()) */
 	struct nx_map kept;     /* wd -> 1: a repair may use it again (see ino_repair) */
 	/* Events already reported or caused by the library itself:
@@ -160,6 +162,7 @@ size_t nx_ino_entry_path(struct ino *in, const struct nx_node *n, const char *na
 int nx_ino_guard(struct notifyx *nx, struct nx_watch *w, bool at_add);
 void nx_ino_hold_mount_parent(struct ino *in, struct iwatch *iw);
 void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw);
+void nx_ino_kwatch_free_all(struct ino *in);
 int nx_ino_open_node(struct notifyx *nx, struct nx_node *n);
 bool nx_ino_read_more(struct ino *in);
 void nx_ino_retry_deferred(struct notifyx *nx, bool final);

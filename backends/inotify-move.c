@@ -27,14 +27,14 @@
 
 static bool same_watch(const struct nx_node *a, const struct nx_node *b)
 {
-	return a->watch == b->watch;
+	return nx_node_watch(a) == nx_node_watch(b);
 }
 
 static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
 		    bool theirs, bool unseen)
 {
 	(void)theirs;
-	nx_ino_add_subdir(r->nx, n, name, len, !unseen || (n->watch->flags & NOTIFYX_WATCH_LIST));
+	nx_ino_add_subdir(r->nx, n, name, len, !unseen || (nx_node_watch(n)->flags & NOTIFYX_WATCH_LIST));
 }
 
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
@@ -99,7 +99,7 @@ void nx_ino_do_move(struct notifyx *nx, const struct move *m)
 			continue;
 		}
 		nx_ino_sup_take(in, a, m->fname, m->flen, SUP_CREATE);
-		nx_emit(nx, a->watch, NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+		nx_emit(nx, nx_node_watch(a), NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
 			nt ? m->cookie : 0, 0, in->path[0], len, NULL, 0);
 		if (m->isdir)
 			nx_ino_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
@@ -118,7 +118,7 @@ void nx_ino_do_move(struct notifyx *nx, const struct move *m)
 			nx_ino_too_long(nx, b);
 			continue;
 		}
-		struct nx_watch *w = b->watch;
+		struct nx_watch *w = nx_node_watch(b);
 		struct nx_node *old = m->isdir ? nx_node_find(&nx->paths, b, m->tname, m->tlen) : NULL;
 		bool known = old && arrived_known(in, old);
 		if (old && !known)
@@ -190,9 +190,11 @@ static bool hides(struct notifyx *nx, const struct kwatch *kw, const char *name,
 {
 	struct ino *in = ino_of(nx);
 
-	for (struct nx_node *s = kw->subs; s; s = s->knext) {
-		size_t plen = s->watch->nexclude ? nx_ino_entry_path(in, s, name, len, 1) : SIZE_MAX;
-		if (plen != SIZE_MAX && nx_excluded(nx, s->watch, in->path[1], in->path[1] + plen - len))
+	struct nx_node *s;
+
+	for (size_t si = 0; (s = nx_subs_get(kw->subs, si)); si++) {
+		size_t plen = nx_node_watch(s)->nexclude ? nx_ino_entry_path(in, s, name, len, 1) : SIZE_MAX;
+		if (plen != SIZE_MAX && nx_excluded(nx, nx_node_watch(s), in->path[1], in->path[1] + plen - len))
 			return true;
 	}
 	return false;
@@ -205,8 +207,9 @@ static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *
 	char buf[NAME_MAX + 1];
 	struct stat st;
 	int fd = -1, ret;
+	struct nx_node *s;
 
-	for (struct nx_node *s = kw ? kw->subs : NULL; s && fd < 0 && len <= NAME_MAX; s = s->knext)
+	for (size_t si = 0; kw && fd < 0 && len <= NAME_MAX && (s = nx_subs_get(kw->subs, si)); si++)
 		if (!s->dead)
 			fd = nx_ino_open_node(nx, s);
 	if (fd < 0)
@@ -260,8 +263,8 @@ static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const 
 			    const struct inrec *rev, size_t after)
 {
 	struct ino *in = ino_of(nx);
-	const struct kwatch *a = nx_map_get(&in->kwatches, (uint64_t)from->wd);
-	const struct kwatch *b = nx_map_get(&in->kwatches, (uint64_t)to->wd);
+	const struct kwatch *a = nx_index_get(&in->kwatches, from->wd);
+	const struct kwatch *b = nx_index_get(&in->kwatches, to->wd);
 	int sa, sb;
 
 	if (!a || !b)

@@ -22,7 +22,58 @@
 #include "scan.h"
 #include "treepath.h"
 
-/* ---- kernel watches ---- */
+/* ---- kernel watches ----
+ *
+ * They come from blocks: a kwatch is 24 bytes where a malloc chunk of its
+ * own is 32, and a recursive watch has one per directory (memory of large
+ * trees, issue "No stalls at scale").  A released one goes to a free list
+ * (linked through its subs) for the next; the blocks go at close. */
+
+#define KW_BLOCK 170 /* 8 + 170 * 24 bytes: a 4 KiB malloc chunk */
+
+struct kwblock {
+	struct kwblock *next;
+	struct kwatch kw[KW_BLOCK];
+};
+
+static struct kwatch *kwatch_alloc(struct ino *in)
+{
+	struct kwatch *kw;
+
+	if (!in->kwfree) {
+		struct kwblock *b = malloc(sizeof(*b));
+
+		if (!b)
+			return NULL;
+		b->next = in->kwblocks;
+		in->kwblocks = b;
+		for (size_t i = 0; i < KW_BLOCK; i++) {
+			b->kw[i].subs = (nx_subs)in->kwfree;
+			in->kwfree = &b->kw[i];
+		}
+	}
+	kw = in->kwfree;
+	in->kwfree = (struct kwatch *)kw->subs;
+	memset(kw, 0, sizeof(*kw));
+	return kw;
+}
+
+static void kwatch_free(struct ino *in, struct kwatch *kw)
+{
+	kw->subs = (nx_subs)in->kwfree;
+	in->kwfree = kw;
+}
+
+void nx_ino_kwatch_free_all(struct ino *in)
+{
+	while (in->kwblocks) {
+		struct kwblock *b = in->kwblocks;
+
+		in->kwblocks = b->next;
+		free(b);
+	}
+	in->kwfree = NULL;
+}
 
 /* Adds mask to the kernel watch of kpath; NULL with errno on failure. */
 static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mask)
@@ -33,16 +84,16 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
 		return NULL;
-	kw = nx_map_get(&in->kwatches, (uint64_t)kwd);
+	kw = nx_index_get(&in->kwatches, kwd);
 	if (!kw) {
-		if (!(kw = calloc(1, sizeof(*kw))) ||
-		    nx_map_put(&in->kwatches, (uint64_t)kwd, kw) < 0) {
-			free(kw);
+		if (!(kw = kwatch_alloc(in)) ||
+		    (kw->kwd = kwd, nx_index_add(&in->kwatches, kw)) < 0) {
+			if (kw)
+				kwatch_free(in, kw);
 			inotify_rm_watch(in->fd, kwd);
 			errno = ENOMEM;
 			return NULL;
 		}
-		kw->kwd = kwd;
 		if (ioctl(in->fd, FIONREAD, &queued) == 0)
 			kw->born = in->stream + (uint64_t)queued;
 	}
@@ -57,8 +108,8 @@ void nx_ino_kwatch_release(struct ino *in, struct kwatch *kw)
 	    nx_map_get(&in->kept, (uint64_t)kw->kwd))
 		return;
 	inotify_rm_watch(in->fd, kw->kwd); /* EINVAL if the kernel dropped it already */
-	nx_map_del(&in->kwatches, (uint64_t)kw->kwd);
-	free(kw);
+	nx_index_del(&in->kwatches, kw->kwd);
+	kwatch_free(in, kw);
 }
 
 int nx_ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t extra)
@@ -71,34 +122,32 @@ int nx_ino_attach(struct ino *in, struct nx_node *n, const char *kpath, uint32_t
 	 * was reached through moves not read yet (see walk()).  (A directory
 	 * seen twice through a bind mount inside the tree is watched at one
 	 * place only.) */
-	for (struct nx_node *s = kw->subs; s; s = s->knext) {
-		if (s->watch == n->watch && !nx_within(n, s)) {
+	struct nx_node *s;
+
+	for (size_t si = 0; (s = nx_subs_get(kw->subs, si)); si++) {
+		if (nx_node_watch(s) == nx_node_watch(n) && !nx_within(n, s)) {
 			in->conflict = s;
 			errno = EEXIST;
 			return -1;
 		}
 	}
+	if (nx_subs_add(&kw->subs, n) < 0) {
+		nx_ino_kwatch_release(in, kw);
+		errno = ENOMEM;
+		return -1;
+	}
 	n->kref = kw;
-	n->knext = kw->subs;
-	kw->subs = n;
 	return 0;
 }
 
 void nx_ino_detach(struct ino *in, struct nx_node *n)
 {
 	struct kwatch *kw = n->kref;
-	struct nx_node **pp;
 
 	if (!kw)
 		return;
-	for (pp = &kw->subs; *pp; pp = &(*pp)->knext) {
-		if (*pp == n) {
-			*pp = n->knext;
-			break;
-		}
-	}
+	nx_subs_del(&kw->subs, n);
 	n->kref = NULL;
-	n->knext = NULL;
 	nx_ino_kwatch_release(in, kw);
 }
 
@@ -357,7 +406,7 @@ size_t nx_ino_entry_path(struct ino *in, const struct nx_node *n, const char *na
  * returns its length, or SIZE_MAX when it does not fit. */
 static size_t abs_path(struct ino *in, const struct nx_node *n, const char *name, size_t nlen)
 {
-	const struct nx_watch *w = n->watch;
+	const struct nx_watch *w = nx_node_watch(n);
 	char *p = in->path[0];
 	size_t rel = w->abspath_len + 1, dlen, len;
 
@@ -380,7 +429,7 @@ int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 	struct kwatch *kw = n->kref;
-	const struct iwatch *iw = iw_of(n->watch);
+	const struct iwatch *iw = iw_of(nx_node_watch(n));
 	char kpath[32];
 	int fd, kwd;
 
@@ -389,7 +438,7 @@ int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 		return -1;
 	}
 	if (iw->rootfd < 0) /* a watch that holds nothing: its root by path */
-		fd = open(n->watch->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = open(nx_node_watch(n)->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	else if (nx_node_path(n, in->path[3], PATH_MAX) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
 	else
@@ -401,7 +450,7 @@ int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 	if (kwd == kw->kwd)
 		return fd;
 	int err = kwd < 0 ? errno : ESTALE; /* ENOSPC, ENOMEM: cannot tell */
-	if (kwd >= 0 && !nx_map_get(&in->kwatches, (uint64_t)kwd))
+	if (kwd >= 0 && !nx_index_get(&in->kwatches, kwd))
 		inotify_rm_watch(in->fd, kwd); /* a directory we do not watch */
 	close(fd);
 	errno = err;
@@ -432,8 +481,8 @@ static int attach_fd(struct notifyx *nx, struct nx_node *n, int fd)
 		in->proc_fd = false; /* no /proc here: watch by path */
 	}
 	if (!n->parent)
-		return nx_ino_attach(in, n, n->watch->abspath, IN_ONLYDIR);
-	if (abs_path(in, n->parent, n->name, n->name_len) == SIZE_MAX)
+		return nx_ino_attach(in, n, nx_node_watch(n)->abspath, IN_ONLYDIR);
+	if (abs_path(in, n->parent, nx_node_name(n), nx_node_name_len(n)) == SIZE_MAX)
 		return errno = ENAMETOOLONG, -1;
 	return nx_ino_attach(in, n, in->path[0], IN_ONLYDIR | IN_DONT_FOLLOW);
 }
@@ -465,7 +514,7 @@ static bool settle_conflict(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
 
-	if (pending_arrival(in, n->parent, n->name, n->name_len)) {
+	if (pending_arrival(in, n->parent, nx_node_name(n), nx_node_name_len(n))) {
 		errno = EEXIST;
 		return false;
 	}
@@ -481,7 +530,7 @@ static uint64_t node_mount(const struct ino *in, const struct nx_node *n)
 	for (; n->parent; n = n->parent)
 		if ((id = nx_map_get(&in->mounts, (uint64_t)(uintptr_t)n)))
 			return (uint64_t)(uintptr_t)id;
-	return iw_of(n->watch)->mnt_id;
+	return iw_of(nx_node_watch(n))->mnt_id;
 }
 
 /* Remembers where a mount begins inside a tree (n, open at fd), for
@@ -507,7 +556,7 @@ static void defer(struct notifyx *nx, struct nx_node *n, bool report, int tries)
 		size_t cap = in->deferred_cap ? in->deferred_cap * 2 : 8;
 		struct deferred *v = realloc(in->deferred, cap * sizeof(*v));
 		if (!v) {
-			nx_lost(nx, n->watch);
+			nx_lost(nx, nx_node_watch(n));
 			nx_ino_bury(nx, n);
 			return;
 		}
@@ -563,8 +612,8 @@ static bool name_touched(const struct ino *in, const struct nx_node *n)
 	if (!kw || kw->born >= in->stream)
 		return false;
 	for (size_t pos = in->next; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size)
-		if (r.wd == kw->kwd && (r.mask & DIR_CHANGES) && r.name_len == n->name_len &&
-		    !memcmp(r.name, n->name, r.name_len))
+		if (r.wd == kw->kwd && (r.mask & DIR_CHANGES) && r.name_len == nx_node_name_len(n) &&
+		    !memcmp(r.name, nx_node_name(n), r.name_len))
 			return true;
 	return false;
 }
@@ -582,7 +631,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 		defer(nx, n, wk->report, 0);
 		return NX_KT_SKIP;
 	}
-	if ((fd = open_dir(iw_of(n->watch), pfd, name, rel)) < 0)
+	if ((fd = open_dir(iw_of(nx_node_watch(n)), pfd, name, rel)) < 0)
 		return -1;
 	if (nx_kt_other_dev(n, fd)) {
 		close(fd);
@@ -635,7 +684,7 @@ static void listed(struct nx_kt_walk *wk, struct nx_node *n, unsigned calls)
 
 	sup_listing(in, n->kref, "", 0, 0, calls);
 	if (n->parent && n->parent->kref)
-		sup_listing(in, n->parent->kref, n->name, n->name_len, IN_OPEN, calls);
+		sup_listing(in, n->parent->kref, nx_node_name(n), nx_node_name_len(n), IN_OPEN, calls);
 }
 
 /*
@@ -663,7 +712,7 @@ static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tr
 {
 	struct ino *in = ino_of(nx);
 	char *rel = in->path[2];
-	size_t len = nx_ino_entry_path(in, c->parent, c->name, c->name_len, 2);
+	size_t len = nx_ino_entry_path(in, c->parent, nx_node_name(c), nx_node_name_len(c), 2);
 	int pfd;
 
 	if (len == SIZE_MAX) { /* its parent was renamed meanwhile */
@@ -681,19 +730,19 @@ static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tr
 			/* Not a move of events not read yet (ESTALE, ENOENT, or
 			 * openat2's EAGAIN and EXDEV under a rename): the parent
 			 * cannot be checked, nor the watch be sure. */
-			nx_lost(nx, c->watch);
+			nx_lost(nx, nx_node_watch(c));
 			nx_ino_bury(nx, c);
 		} else if (in->retrying && ++tries >= 3) {
 			/* Still unreachable with nothing left to read. */
-			nx_kt_error(nx, c->watch, rel, ENOENT);
+			nx_kt_error(nx, nx_node_watch(c), rel, ENOENT);
 			nx_ino_bury(nx, c);
 		} else {
 			defer(nx, c, report, tries);
 		}
 		return;
 	}
-	if (nx_ino_walk(nx, c, pfd, c->name, rel, len, report, false) < 0)
-		nx_lost(nx, c->watch);
+	if (nx_ino_walk(nx, c, pfd, nx_node_name(c), rel, len, report, false) < 0)
+		nx_lost(nx, nx_node_watch(c));
 	close(pfd);
 }
 
@@ -713,7 +762,7 @@ static void watch_new(struct notifyx *nx, struct nx_node *c, bool report, int tr
 void nx_ino_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,
 		       bool report)
 {
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	struct nx_node *c;
 
 	if (!(w->flags & NOTIFYX_WATCH_RECURSIVE) || w->ended || n->dead ||
@@ -739,7 +788,7 @@ void nx_ino_retry_deferred(struct notifyx *nx, bool final)
 	in->retrying = final;
 	for (size_t i = 0; i < n; i++) {
 		struct nx_node *c = v[i].node;
-		if (!c->dead && !c->watch->ended && !c->kref)
+		if (!c->dead && !nx_node_watch(c)->ended && !c->kref)
 			watch_new(nx, c, v[i].report, v[i].tries);
 	}
 	in->retrying = false;

@@ -101,7 +101,7 @@ uint32_t nx_inotify_event(uint32_t mask)
 
 uint32_t nx_ino_node_mask(const struct nx_node *n)
 {
-	const struct nx_watch *w = n->watch;
+	const struct nx_watch *w = nx_node_watch(n);
 	uint32_t m = nx_inotify_mask(w->events) | IN_EXCL_UNLINK;
 
 	if (w->flags & NOTIFYX_WATCH_RECURSIVE) /* to keep the tree up to date */
@@ -123,7 +123,7 @@ uint32_t nx_ino_node_mask(const struct nx_node *n)
  * the table it was queued for is gone. */
 static bool stale(const struct ino *in, const struct nx_node *n)
 {
-	const struct iwatch *iw = iw_of(n->watch);
+	const struct iwatch *iw = iw_of(nx_node_watch(n));
 
 	return iw && in->cur < iw->since;
 }
@@ -134,15 +134,17 @@ size_t nx_ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 	struct ino *in = ino_of(nx);
 	size_t n = 0;
 
-	for (struct nx_node *s = kw ? kw->subs : NULL; s; s = s->knext) {
+	struct nx_node *s;
+
+	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++) {
 		if (stale(in, s))
 			continue;
 		if (n == in->vec_cap[i]) {
 			size_t cap = n ? n * 2 : 8;
 			struct nx_node **v = realloc(in->vec[i], cap * sizeof(*v));
 			if (!v) { /* the rest miss this event: say so */
-				for (; s; s = s->knext)
-					nx_lost(nx, s->watch);
+				for (; (s = nx_subs_get(kw->subs, si)); si++)
+					nx_lost(nx, nx_node_watch(s));
 				break;
 			}
 			in->vec[i] = v;
@@ -158,7 +160,7 @@ size_t nx_ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 static void uncover(struct notifyx *nx, struct nx_node *n)
 {
 	struct ino *in = ino_of(nx);
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	int rfd = nx_ino_open_node(nx, w->root), pfd;
 	size_t len;
 
@@ -171,7 +173,7 @@ static void uncover(struct notifyx *nx, struct nx_node *n)
 	close(rfd);
 	len = nx_node_path(n, in->path[2], PATH_MAX);
 	if (len != SIZE_MAX && (pfd = nx_ino_open_node(nx, n->parent)) >= 0) {
-		nx_ino_walk(nx, n, pfd, n->name, in->path[2], len, false, false);
+		nx_ino_walk(nx, n, pfd, nx_node_name(n), in->path[2], len, false, false);
 		close(pfd);
 	}
 	nx_lost(nx, w);
@@ -179,7 +181,7 @@ static void uncover(struct notifyx *nx, struct nx_node *n)
 
 static void self_event(struct notifyx *nx, struct nx_node *n, uint32_t mask)
 {
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	const struct iwatch *iw = iw_of(w);
 	/* The kernel does not set IN_ISDIR on IN_DELETE_SELF and IN_MOVE_SELF. */
 	uint32_t flags = (mask & IN_ISDIR) || (iw && iw->isdir) ? NOTIFYX_EVENT_ISDIR : 0;
@@ -250,7 +252,7 @@ void nx_ino_check_mounts(struct notifyx *nx)
 	}
 	nx_map_free(&set);
 	for (size_t i = 0; i < ngone; i++)
-		if (!(n = gone[i])->dead && !n->watch->ended)
+		if (!(n = gone[i])->dead && !nx_node_watch(n)->ended)
 			uncover(nx, n);
 	free(gone);
 }
@@ -258,7 +260,7 @@ void nx_ino_check_mounts(struct notifyx *nx)
 static void child_event(struct notifyx *nx, struct nx_node *n, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	bool isdir = r->mask & IN_ISDIR;
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
 	size_t len = nx_ino_entry_path(in, n, r->name, r->name_len, 0);
@@ -295,7 +297,7 @@ static bool own_access(struct ino *in, const struct kwatch *kw, const struct inr
 void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
-	struct kwatch *kw = nx_map_get(&in->kwatches, (uint64_t)r->wd);
+	struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
 	size_t count;
 
 	if (!kw || own_access(in, kw, r))
@@ -309,7 +311,7 @@ void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r)
 				continue;
 			nx_ino_detach(in, n);
 			if (!n->parent)
-				nx_end_watch(nx, n->watch);
+				nx_end_watch(nx, nx_node_watch(n));
 		}
 		/* The parent of held roots went (they were moved out of it
 		 * first): guard them where they are now. */
@@ -404,12 +406,15 @@ static void ino_close(struct notifyx *nx)
 		w->bdata = NULL;
 	}
 	pos = 0;
-	while (nx_map_next(&in->kwatches, &pos, NULL, (void **)&kw)) {
-		for (struct nx_node *n = kw->subs; n; n = n->knext)
+	while (nx_index_next(&in->kwatches, &pos, (void **)&kw)) {
+		struct nx_node *n;
+
+		for (size_t si = 0; (n = nx_subs_get(kw->subs, si)); si++)
 			n->kref = NULL;
-		free(kw);
+		nx_subs_free(&kw->subs);
 	}
-	nx_map_free(&in->kwatches);
+	nx_index_free(&in->kwatches);
+	nx_ino_kwatch_free_all(in);
 	nx_map_free(&in->guards);
 	nx_map_free(&in->kept);
 	nx_map_free(&in->mounts);

@@ -29,7 +29,7 @@ size_t nx_kt_entry_path(char *buf, const struct nx_node *n, const char *name, si
 void nx_kt_too_long(struct notifyx *nx, const struct nx_node *n, char *buf)
 {
 	if (nx_node_path(n, buf, PATH_MAX) != SIZE_MAX)
-		nx_kt_error(nx, n->watch, buf, ENAMETOOLONG);
+		nx_kt_error(nx, nx_node_watch(n), buf, ENAMETOOLONG);
 }
 
 /* ---- the graveyard ---- */
@@ -104,7 +104,7 @@ bool nx_kt_take(struct nx_map *m, uint64_t key)
 int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type)
 {
 	struct nx_kt_list *l = ctx;
-	struct nx_watch *w = l->dir->watch;
+	struct nx_watch *w = nx_node_watch(l->dir);
 	size_t clen = nx_join(l->scratch, PATH_MAX, l->rel, l->rel_len, name, len);
 
 	if (clen == SIZE_MAX) {
@@ -138,7 +138,7 @@ int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type
 
 bool nx_kt_other_dev(const struct nx_node *n, int fd)
 {
-	const struct nx_watch *w = n->watch;
+	const struct nx_watch *w = nx_node_watch(n);
 	struct stat st;
 
 	return n->parent && (w->flags & NOTIFYX_WATCH_XDEV) &&
@@ -156,7 +156,7 @@ static int walk_below(struct nx_kt_walk *wk, struct nx_node *n, struct nx_kt_lis
 		      char *rel, size_t rel_len, int depth)
 {
 	struct notifyx *nx = wk->nx;
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	bool deep = w->flags & NOTIFYX_WATCH_RECURSIVE;
 
 	for (size_t off = 0; off < l->sub_len && !w->ended && !n->dead;) {
@@ -190,7 +190,7 @@ int nx_kt_walk(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *na
 	       size_t rel_len, int depth)
 {
 	struct notifyx *nx = wk->nx;
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	struct nx_kt_list l = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len,
 				.scratch = wk->scratch, .report = wk->report,
 				.reported = wk->reported, .reported_kind = wk->reported_kind,
@@ -260,7 +260,7 @@ bool nx_within(const struct nx_node *n, const struct nx_node *c)
 void nx_treemove(struct notifyx *nx, struct nx_treemove *t,
 		 void (*bury)(struct notifyx *nx, struct nx_node *n))
 {
-	struct nx_watch *w = t->a->watch;
+	struct nx_watch *w = nx_node_watch(t->a);
 	struct nx_node *c = t->isdir ? nx_node_find(&nx->paths, t->a, t->fname, t->flen) : NULL;
 	struct nx_node *d = nx_node_find(&nx->paths, t->b, t->tname, t->tlen);
 
@@ -302,7 +302,7 @@ static void exchange_unseen(struct nx_kt_rename *r, struct nx_node *n, const cha
 			    size_t len, bool gone, bool came, bool theirs)
 {
 	struct notifyx *nx = r->nx;
-	struct nx_watch *w = n->watch;
+	struct nx_watch *w = nx_node_watch(n);
 	char *path = r->scratch[0];
 	size_t plen = nx_kt_entry_path(path, n, name, len);
 
@@ -318,7 +318,7 @@ static void exchange_unseen(struct nx_kt_rename *r, struct nx_node *n, const cha
 void nx_kt_rename(struct nx_kt_rename *r)
 {
 	struct notifyx *nx = r->nx;
-	struct nx_watch *w = r->a->watch;
+	struct nx_watch *w = nx_node_watch(r->a);
 	char *newp = r->scratch[0], *oldp = r->scratch[1];
 	size_t olen = nx_kt_entry_path(oldp, r->a, r->fname, r->flen);
 	size_t nlen = nx_kt_entry_path(newp, r->b, r->tname, r->tlen);

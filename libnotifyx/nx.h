@@ -44,6 +44,28 @@ bool nx_map_next(const struct nx_map *m, size_t *pos, uint64_t *key, void **val)
 void nx_map_free(struct nx_map *m);
 uint64_t nx_hash(const void *data, size_t len, uint64_t seed);
 
+/* ---- index: objects whose first member is their int32_t key, by key ----
+ *
+ * Open addressing over the objects themselves (allocated, so aligned to 8):
+ * a slot is the object's pointer, with a few bits of the key's hash in its
+ * alignment bits, so an entry costs 8 bytes of table at most 80% full where
+ * an nx_map's costs 16 at most 75% (the kernel watches of large trees,
+ * issue "No stalls at scale"). */
+
+struct nx_index {
+	uintptr_t *slots; /* object pointer | hash tag; 0: empty */
+	size_t cap;       /* power of two, or 0 */
+	size_t len;
+};
+
+void *nx_index_get(const struct nx_index *x, int32_t key);
+/* Adds obj, whose key is not in x yet; -1 ENOMEM. */
+int nx_index_add(struct nx_index *x, void *obj);
+void *nx_index_del(struct nx_index *x, int32_t key); /* the object or NULL */
+/* Iteration: start with *pos = 0; returns false at the end. */
+bool nx_index_next(const struct nx_index *x, size_t *pos, void **obj);
+void nx_index_free(struct nx_index *x);
+
 /* ---- event queue: records stored already encoded, in chunks ---- */
 
 struct nx_chunk;
@@ -77,22 +99,53 @@ void nx_queue_clear(struct nx_queue *q);
  * keyed by (parent, name): open addressing over the nodes themselves (a
  * slot is a node pointer, with a few bits of its hash in the pointer's
  * alignment bits), so a directory costs its node and 8 bytes of table at
- * most 80% full (memory of large trees, issue "No stalls at scale"). */
+ * most 80% full (memory of large trees, issue "No stalls at scale").
+ *
+ * A node is one allocation, its name inline after it, and what can be had
+ * otherwise is not stored: the name's length (strlen), the watch (its
+ * root's: nx_node_watch), the other nodes of its kernel object (nx_subs,
+ * in the backend's object), so that a node with a name of up to 14 bytes
+ * is a 64-byte malloc chunk (5 pointers, a byte of flags, the name). */
 
 struct nx_watch;
 
 struct nx_node {
-	struct nx_node *parent;   /* NULL for a watch root */
+	struct nx_node *parent;   /* NULL for a watch root and the top of an unlinked subtree */
 	struct nx_node *child;    /* first child directory */
-	struct nx_node *next, *prev; /* siblings */
-	struct nx_watch *watch;   /* the watch this node belongs to */
+	struct nx_node *next;     /* sibling */
+	union {
+		struct nx_node *prev;   /* sibling, of a node with a parent */
+		struct nx_watch *top_watch; /* of one without: its watch (see nx_node_watch) */
+	};
 	void *kref;               /* the backend's kernel object for this directory */
-	struct nx_node *knext;    /* next node sharing kref */
-	char *name;               /* "" for a root */
-	uint32_t name_len;
-	bool dead;                /* unlinked, waiting to be freed */
-	uint8_t name_cap;         /* bytes for a name allocated with the node (0 for a root) */
+	bool dead : 1;            /* unlinked, waiting to be freed */
+	bool long_name : 1;       /* the name outgrew the node: name_[] holds its pointer */
+	char name_[];             /* the name, NUL-terminated ("" for a root): nx_node_name */
 };
+
+/* The watch n belongs to: its root's (an unlinked subtree keeps the watch
+ * it was unlinked from).  O(depth), as its path. */
+static inline struct nx_watch *nx_node_watch(const struct nx_node *n)
+{
+	while (n->parent)
+		n = n->parent;
+	return n->top_watch;
+}
+
+const char *nx_node_name(const struct nx_node *n);
+size_t nx_node_name_len(const struct nx_node *n);
+
+/* The nodes of one kernel object of a backend (a directory reached at more
+ * than one place: overlapping watches, bind mounts).  Nearly always one:
+ * the set is then that node's pointer, with no allocation and no link in
+ * every node; else (low bit set) an array.  Newest first. */
+typedef uintptr_t nx_subs;
+
+/* The i-th node of s, NULL past the last: for (i = 0; (n = nx_subs_get(s, i)); i++). */
+struct nx_node *nx_subs_get(nx_subs s, size_t i);
+int nx_subs_add(nx_subs *s, struct nx_node *n); /* -1 ENOMEM, s unchanged */
+void nx_subs_del(nx_subs *s, const struct nx_node *n); /* nothing when n is not in s */
+void nx_subs_free(nx_subs *s);
 
 struct nx_paths {
 	uintptr_t *slots; /* node pointer | hash tag in the low bits; 0: empty */

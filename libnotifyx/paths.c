@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,21 +35,49 @@ static struct nx_node *slot_node(uintptr_t s)
 	return (struct nx_node *)(s & ~TAG_MASK);
 }
 
-static uint64_t node_key(const struct nx_node *n)
+const char *nx_node_name(const struct nx_node *n)
 {
-	return child_key(n->parent, n->name, n->name_len);
+	const char *heap;
+
+	if (!n->long_name)
+		return n->name_;
+	memcpy(&heap, n->name_, sizeof(heap)); /* name_ is not aligned */
+	return heap;
 }
 
-static char root_name[] = "";
+size_t nx_node_name_len(const struct nx_node *n)
+{
+	return strlen(nx_node_name(n));
+}
+
+static uint64_t node_key(const struct nx_node *n)
+{
+	return child_key(n->parent, nx_node_name(n), nx_node_name_len(n));
+}
+
+/* A node with room for a name of len bytes inline, and at least for the
+ * pointer of a name that outgrows it later. */
+static struct nx_node *node_alloc(size_t len)
+{
+	size_t room = len + 1 > sizeof(char *) ? len + 1 : sizeof(char *);
+
+	return calloc(1, offsetof(struct nx_node, name_) + room);
+}
+
+/* The bytes of name_: what the allocation has (malloc rounds up) after the
+ * fields.  Only nodes come here, allocated by node_alloc. */
+static size_t name_room(const struct nx_node *n)
+{
+	return malloc_usable_size((void *)n) - offsetof(struct nx_node, name_);
+}
 
 struct nx_node *nx_node_new_root(struct nx_watch *w)
 {
-	struct nx_node *n = calloc(1, sizeof(*n));
+	struct nx_node *n = node_alloc(0);
 
 	if (!n)
 		return NULL;
-	n->name = root_name;
-	n->watch = w;
+	n->top_watch = w;
 	return n;
 }
 
@@ -64,7 +93,7 @@ struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *par
 		struct nx_node *n = slot_node(t->slots[i]);
 
 		if ((t->slots[i] & TAG_MASK) == tag_of(key) && n->parent == parent &&
-		    n->name_len == len && !memcmp(n->name, name, len))
+		    nx_node_name_len(n) == len && !memcmp(nx_node_name(n), name, len))
 			return n;
 	}
 	return NULL;
@@ -152,18 +181,14 @@ struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const ch
 {
 	/* The name lives in the same allocation: one malloc less per directory
 	 * of a large tree, and 30-odd bytes less each (issue 6's memory target). */
-	struct nx_node *n = calloc(1, sizeof(*n) + len + 1);
+	struct nx_node *n = node_alloc(len);
 
 	if (!n) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	n->name = (char *)(n + 1);
-	n->name_cap = (uint8_t)(len < UINT8_MAX ? len : UINT8_MAX);
-	memcpy(n->name, name, len);
-	n->name[len] = '\0';
-	n->name_len = (uint32_t)len;
-	n->watch = parent->watch;
+	memcpy(n->name_, name, len);
+	n->name_[len] = '\0';
 	n->parent = parent;
 	if (hash_in(t, n) < 0) {
 		free(n);
@@ -177,21 +202,27 @@ struct nx_node *nx_node_add(struct nx_paths *t, struct nx_node *parent, const ch
 int nx_node_rename(struct nx_paths *t, struct nx_node *n, struct nx_node *new_parent,
 		   const char *name, size_t len)
 {
-	/* A name that fits the node's own storage goes there; else its own. */
-	char *copy = n->name_cap && len <= n->name_cap ? (char *)(n + 1) : malloc(len + 1);
+	/* A name that fits the node's own room goes there; else its own
+	 * allocation, whose pointer the room holds. */
+	bool inline_ = len < name_room(n);
+	char *heap = inline_ ? NULL : malloc(len + 1);
+	char *old = n->long_name ? (char *)nx_node_name(n) : NULL;
 
-	if (!copy) {
+	if (!inline_ && !heap) {
 		errno = ENOMEM;
 		return -1;
 	}
 	hash_out(t, n);
-	memmove(copy, name, len);
-	copy[len] = '\0';
+	memmove(inline_ ? n->name_ : heap, name, len); /* name may be n's own */
+	if (inline_) {
+		n->name_[len] = '\0';
+	} else {
+		heap[len] = '\0';
+		memcpy(n->name_, &heap, sizeof(heap));
+	}
+	n->long_name = !inline_;
+	free(old);
 	unlink_child(n);
-	if (n->name != copy && n->name != (char *)(n + 1))
-		free(n->name);
-	n->name = copy;
-	n->name_len = (uint32_t)len;
 	link_child(new_parent, n);
 	if (hash_in(t, n) < 0) {
 		/* Only a growing table can fail; the node then stays reachable
@@ -204,11 +235,14 @@ int nx_node_rename(struct nx_paths *t, struct nx_node *n, struct nx_node *new_pa
 
 void nx_node_unlink(struct nx_paths *t, struct nx_node *n)
 {
+	struct nx_watch *w = nx_node_watch(n);
+
 	if (!n->parent)
 		return;
 	hash_out(t, n);
 	unlink_child(n);
 	n->parent = NULL;
+	n->top_watch = w; /* its subtree stays of the watch */
 }
 
 void nx_node_foreach(struct nx_node *n, void (*fn)(void *ctx, struct nx_node *n), void *ctx)
@@ -247,8 +281,8 @@ void nx_node_free_tree(struct nx_paths *t, struct nx_node *n,
 			hash_out(t, cur);
 			unlink_child(cur);
 		}
-		if (cur->name != root_name && cur->name != (char *)(cur + 1))
-			free(cur->name);
+		if (cur->long_name)
+			free((char *)nx_node_name(cur));
 		free(cur);
 		cur = up;
 	}
@@ -260,14 +294,17 @@ size_t nx_node_path(const struct nx_node *n, char *buf, size_t size)
 	const struct nx_node *p;
 
 	for (p = n; p->parent; p = p->parent)
-		len += p->name_len + (p->parent->parent ? 1 : 0);
+		len += nx_node_name_len(p) + (p->parent->parent ? 1 : 0);
 	if (len >= size)
 		return SIZE_MAX;
 	buf[len] = '\0';
 	size_t end = len;
 	for (p = n; p->parent; p = p->parent) {
-		end -= p->name_len;
-		memcpy(buf + end, p->name, p->name_len);
+		const char *name = nx_node_name(p);
+		size_t nlen = strlen(name);
+
+		end -= nlen;
+		memcpy(buf + end, name, nlen);
 		if (p->parent->parent)
 			buf[--end] = '/';
 	}
@@ -293,4 +330,82 @@ void nx_paths_free(struct nx_paths *t)
 {
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
+}
+
+/* ---- the nodes of one kernel object ---- */
+
+struct subs_array {
+	size_t n, cap;
+	struct nx_node *v[];
+};
+
+static struct subs_array *subs_array(nx_subs s)
+{
+	return s & 1 ? (struct subs_array *)(s & ~(uintptr_t)1) : NULL;
+}
+
+struct nx_node *nx_subs_get(nx_subs s, size_t i)
+{
+	struct subs_array *a = subs_array(s);
+
+	if (a)
+		return i < a->n ? a->v[i] : NULL;
+	return i == 0 ? (struct nx_node *)s : NULL;
+}
+
+int nx_subs_add(nx_subs *s, struct nx_node *n)
+{
+	struct subs_array *a = subs_array(*s);
+
+	if (!*s) {
+		*s = (uintptr_t)n;
+		return 0;
+	}
+	if (!a || a->n == a->cap) {
+		size_t cap = a ? a->cap * 2 : 4;
+		struct subs_array *b = realloc(a, sizeof(*b) + cap * sizeof(b->v[0]));
+
+		if (!b) {
+			errno = ENOMEM;
+			return -1;
+		}
+		if (!a) {
+			b->n = 1;
+			b->v[0] = (struct nx_node *)*s;
+		}
+		b->cap = cap;
+		*s = (uintptr_t)b | 1;
+		a = b;
+	}
+	memmove(a->v + 1, a->v, a->n * sizeof(a->v[0]));
+	a->v[0] = n;
+	a->n++;
+	return 0;
+}
+
+void nx_subs_del(nx_subs *s, const struct nx_node *n)
+{
+	struct subs_array *a = subs_array(*s);
+	size_t i;
+
+	if (!a) {
+		if (*s == (uintptr_t)n)
+			*s = 0;
+		return;
+	}
+	for (i = 0; i < a->n && a->v[i] != n; i++)
+		;
+	if (i == a->n)
+		return;
+	memmove(a->v + i, a->v + i + 1, (a->n - i - 1) * sizeof(a->v[0]));
+	if (--a->n == 1) {
+		*s = (uintptr_t)a->v[0];
+		free(a);
+	}
+}
+
+void nx_subs_free(nx_subs *s)
+{
+	free(subs_array(*s));
+	*s = 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the hash map (libnotifyx/map.c): put, get, replace, delete
  * with backward-shift deletion under many colliding keys, checked against a
- * naive model; iteration; replacing never allocates. */
+ * naive model; iteration; replacing never allocates.  The index (nx_index):
+ * the same against a model, with keys that share homes and tags. */
 #include "config.h"
 
 #include <errno.h>
@@ -479,6 +480,125 @@ static void test_hash(void **state)
 	assert_int_equal(nx_hash(s, 8, 7), nx_hash(s, 8, 7));
 }
 
+/* ---- the index: objects that begin with their int32_t key ---- */
+
+struct obj {
+	int32_t key;
+	int id;
+};
+
+/* A key (not in used[0..n)) whose home is `home` in a table of 2^bits
+ * slots and whose tag (the top 3 bits of the mix) is tag, found by trying:
+ * entries that the tags cannot tell apart, so that the keys are compared. */
+static int32_t int_key_with_home(size_t home, unsigned bits, unsigned tag, const int32_t *used,
+				 size_t n)
+{
+	for (;;) {
+		int32_t k = (int32_t)(uint32_t)rnd();
+		uint64_t h = mix((uint64_t)(uint32_t)k);
+		bool dup = false;
+
+		for (size_t i = 0; i < n; i++)
+			dup |= used[i] == k;
+		if (!dup && (h & ((1u << bits) - 1)) == home && h >> 61 == tag)
+			return k;
+	}
+}
+
+static void test_index_model(void **state)
+{
+	static struct obj objs[POOL];
+	static int32_t keys[POOL];
+	static bool in[POOL];
+	struct nx_index x = { 0 };
+	size_t len = 0, maxcap = 0;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	/* A cluster whose home is the last slot at every capacity up to 2^12,
+	 * one tag for all (runs wrap, keys compared), small integers (what
+	 * the kernel's wds are), negative ones, random ones; all distinct. */
+	for (size_t i = 0; i < POOL; i++) {
+		switch (i % 4) {
+		case 0: keys[i] = int_key_with_home(0xfff, 12, 5, keys, i); break;
+		case 1: keys[i] = (int32_t)i; break;
+		case 2: keys[i] = -(int32_t)i - 1; break;
+		default: keys[i] = int_key_with_home(rnd() & 0xfff, 12, rnd() & 7, keys, i); break;
+		}
+		objs[i] = (struct obj){ keys[i], (int)i };
+	}
+	for (unsigned long op = 1; op <= 200000; op++) {
+		unsigned put_pct = (op / 20000) % 2 ? 30 : 60;
+		size_t i = rnd() % POOL;
+		unsigned r = (unsigned)(rnd() % 100);
+
+		if (r < put_pct && !in[i]) {
+			assert_int_equal(nx_index_add(&x, &objs[i]), 0);
+			in[i] = true;
+			len++;
+		} else if (r >= put_pct && r < 90) {
+			assert_ptr_equal(nx_index_del(&x, keys[i]), in[i] ? &objs[i] : NULL);
+			len -= in[i];
+			in[i] = false;
+		} else {
+			assert_ptr_equal(nx_index_get(&x, keys[i]), in[i] ? &objs[i] : NULL);
+		}
+		assert_int_equal(x.len, len);
+		assert_true(x.len * 5 <= x.cap * 4); /* at most 80% full */
+		if (x.cap > maxcap)
+			maxcap = x.cap;
+		if (op % 997 == 0) {
+			size_t pos = 0, visits = 0;
+			void *o;
+
+			for (size_t j = 0; j < POOL; j++)
+				assert_ptr_equal(nx_index_get(&x, keys[j]), in[j] ? &objs[j] : NULL);
+			while (nx_index_next(&x, &pos, &o)) {
+				assert_true(in[((struct obj *)o)->id]);
+				visits++;
+			}
+			assert_int_equal(visits, len);
+		}
+	}
+	assert_true(maxcap >= 256);
+	for (size_t i = 0; i < POOL; i++)
+		assert_ptr_equal(nx_index_del(&x, keys[i]), in[i] ? &objs[i] : NULL);
+	assert_int_equal(x.len, 0);
+	nx_index_free(&x);
+	assert_null(x.slots);
+	assert_null(nx_index_get(&x, 1));
+	assert_null(nx_index_del(&x, 1));
+}
+
+/* A table that cannot grow: ENOMEM, the index unchanged. */
+static void test_index_no_memory(void **state)
+{
+	static struct obj objs[52];
+	struct nx_index x = { 0 };
+
+	(void)state;
+	for (int i = 0; i < 52; i++) {
+		objs[i] = (struct obj){ i + 1, i };
+		if (i < 51)
+			assert_int_equal(nx_index_add(&x, &objs[i]), 0);
+	}
+	assert_int_equal(x.cap, 64); /* 51 of 64: the next needs a larger table */
+	fail_calloc = 1;
+	errno = 0;
+	assert_int_equal(nx_index_add(&x, &objs[51]), -1);
+	assert_int_equal(errno, ENOMEM);
+	fail_calloc = 0;
+	assert_int_equal(x.len, 51);
+	assert_null(nx_index_get(&x, 52));
+	for (int i = 0; i < 51; i++)
+		assert_ptr_equal(nx_index_get(&x, i + 1), &objs[i]);
+	assert_int_equal(nx_index_add(&x, &objs[51]), 0);
+	assert_int_equal(x.cap, 128);
+	for (int i = 0; i < 52; i++)
+		assert_ptr_equal(nx_index_get(&x, i + 1), &objs[i]);
+	nx_index_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +611,8 @@ int main(void)
 		cmocka_unit_test(test_replace_never_fails),
 		cmocka_unit_test(test_iteration_without_key),
 		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_index_model),
+		cmocka_unit_test(test_index_no_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

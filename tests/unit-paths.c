@@ -118,9 +118,9 @@ static void test_root(void **state)
 	assert_non_null(root);
 	assert_null(root->parent);
 	assert_null(root->child);
-	assert_ptr_equal(root->watch, &W1);
-	assert_string_equal(root->name, "");
-	assert_int_equal(root->name_len, 0);
+	assert_ptr_equal(nx_node_watch(root), &W1);
+	assert_string_equal(nx_node_name(root), "");
+	assert_int_equal(nx_node_name_len(root), 0);
 	assert_int_equal(nx_node_path(root, buf, 1), 0);
 	assert_string_equal(buf, "");
 	assert_int_equal(nx_node_path(root, buf, 0), SIZE_MAX);
@@ -141,8 +141,8 @@ static void test_add_find(void **state)
 		struct nx_node *n = lookup(&t, root, tree1[i]);
 		assert_non_null(n);
 		assert_string_equal(path_of(n), tree1[i]);
-		assert_ptr_equal(n->watch, &W1);
-		assert_int_equal(n->name_len, strlen(n->name));
+		assert_ptr_equal(nx_node_watch(n), &W1);
+		assert_int_equal(nx_node_name_len(n), strlen(nx_node_name(n)));
 		assert_true(has_child(n->parent, n));
 	}
 	struct nx_node *a = find(&t, root, "a"), *ab = find(&t, root, "ab"), *x = find(&t, root, "x");
@@ -168,7 +168,7 @@ static void test_add_find(void **state)
 	struct nx_node *tn = nx_node_add(&t, x, tmp, 7);
 	assert_non_null(tn);
 	memset(tmp, '#', sizeof(tmp) - 1);
-	assert_string_equal(tn->name, "tmpname");
+	assert_string_equal(nx_node_name(tn), "tmpname");
 	assert_ptr_equal(find(&t, x, "tmpname"), tn);
 	assert_string_equal(path_of(tn), "x/tmpname");
 	nx_node_free_tree(&t, root, NULL, NULL);
@@ -284,7 +284,7 @@ static void test_rename(void **state)
 	struct nx_node *a = lookup(&t, root, "a"), *b = lookup(&t, root, "a/b");
 	struct nx_node *c = lookup(&t, root, "a/b/c"), *d = lookup(&t, root, "a/b/c/d");
 	struct nx_node *e = lookup(&t, root, "a/b/e"), *y = lookup(&t, root, "x/y");
-	char *cname = c->name, *dname = d->name, *ename = e->name;
+	const char *cname = nx_node_name(c), *dname = nx_node_name(d), *ename = nx_node_name(e);
 
 	/* a new name in the same parent */
 	assert_int_equal(nx_node_rename(&t, b, a, "B2", 2), 0);
@@ -296,8 +296,8 @@ static void test_rename(void **state)
 
 	/* under another parent, deeper, with a name given by length */
 	assert_int_equal(nx_node_rename(&t, b, y, "moved-tail", 5), 0);
-	assert_string_equal(b->name, "moved");
-	assert_int_equal(b->name_len, 5);
+	assert_string_equal(nx_node_name(b), "moved");
+	assert_int_equal(nx_node_name_len(b), 5);
 	assert_ptr_equal(b->parent, y);
 	assert_true(has_child(y, b));
 	assert_false(has_child(a, b));
@@ -313,9 +313,9 @@ static void test_rename(void **state)
 	assert_ptr_equal(c->parent, b);
 	assert_ptr_equal(d->parent, c);
 	assert_ptr_equal(e->parent, b);
-	assert_ptr_equal(c->name, cname);
-	assert_ptr_equal(d->name, dname);
-	assert_ptr_equal(e->name, ename);
+	assert_ptr_equal(nx_node_name(c), cname);
+	assert_ptr_equal(nx_node_name(d), dname);
+	assert_ptr_equal(nx_node_name(e), ename);
 	assert_ptr_equal(find(&t, b, "c"), c);
 	assert_ptr_equal(find(&t, c, "d"), d);
 
@@ -368,24 +368,84 @@ static void test_rename_name_storage(void **state)
 
 	(void)state;
 	assert_non_null(n);
+	assert_false(n->long_name);
+	assert_ptr_equal(nx_node_name(n), n->name_);
 	assert_int_equal(nx_node_rename(&t, n, root, "xy", 2), 0);
-	assert_string_equal(n->name, "xy");
+	assert_string_equal(nx_node_name(n), "xy");
+	assert_false(n->long_name);
 	assert_ptr_equal(find(&t, root, "xy"), n);
 	assert_null(find(&t, root, "abcd"));
 	assert_int_equal(nx_node_rename(&t, n, root, long_name, strlen(long_name)), 0);
-	assert_string_equal(n->name, long_name);
+	assert_true(n->long_name);
+	assert_string_equal(nx_node_name(n), long_name);
+	assert_int_equal(nx_node_name_len(n), strlen(long_name));
 	assert_ptr_equal(find(&t, root, long_name), n);
 	assert_null(find(&t, root, "xy"));
-	assert_int_equal(nx_node_rename(&t, n, root, n->name, n->name_len), 0);
-	assert_string_equal(n->name, long_name);
+	assert_int_equal(nx_node_rename(&t, n, root, nx_node_name(n), nx_node_name_len(n)), 0);
+	assert_string_equal(nx_node_name(n), long_name);
 	assert_ptr_equal(find(&t, root, long_name), n);
+	/* a name given with a prefix of the long one: no prefix matches */
+	assert_null(nx_node_find(&t, root, long_name, 6));
 	assert_int_equal(nx_node_rename(&t, n, root, "wxyz", 4), 0);
-	assert_string_equal(n->name, "wxyz");
+	assert_false(n->long_name);
+	assert_string_equal(nx_node_name(n), "wxyz");
 	assert_ptr_equal(find(&t, root, "wxyz"), n);
 	assert_null(find(&t, root, long_name));
-	assert_int_equal(nx_node_rename(&t, n, root, n->name + 1, 3), 0);
-	assert_string_equal(n->name, "xyz");
+	assert_int_equal(nx_node_rename(&t, n, root, nx_node_name(n) + 1, 3), 0);
+	assert_string_equal(nx_node_name(n), "xyz");
 	assert_ptr_equal(find(&t, root, "xyz"), n);
+	/* from inline storage to its own, the name given from the node itself */
+	assert_int_equal(nx_node_rename(&t, n, root, long_name, strlen(long_name)), 0);
+	assert_int_equal(nx_node_rename(&t, n, root, nx_node_name(n) + 2, 4), 0);
+	assert_string_equal(nx_node_name(n), "name");
+	assert_int_equal(nx_node_rename(&t, n, root, "qq", 2), 0);
+	assert_int_equal(nx_node_rename(&t, n, root, long_name, strlen(long_name)), 0);
+	nx_node_free_tree(&t, root, NULL, NULL); /* frees the long name too */
+	nx_paths_free(&t);
+}
+
+/* The nodes of one kernel object: one is the set itself (no allocation),
+ * more an array, newest first; back to one when the others go. */
+static void test_subs(void **state)
+{
+	struct nx_paths t = { 0 };
+	struct nx_node *root = nx_node_new_root(&W1);
+	struct nx_node *n[6];
+	nx_subs s = 0;
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		n[i] = add(&t, root, (const char *[]){ "a", "b", "c", "d", "e", "f" }[i]);
+	assert_null(nx_subs_get(s, 0));
+	nx_subs_del(&s, n[0]); /* not there: nothing */
+	assert_int_equal(nx_subs_add(&s, n[0]), 0);
+	assert_int_equal(s, (uintptr_t)n[0]);
+	assert_ptr_equal(nx_subs_get(s, 0), n[0]);
+	assert_null(nx_subs_get(s, 1));
+	nx_subs_del(&s, n[1]);
+	assert_int_equal(s, (uintptr_t)n[0]);
+	for (int i = 1; i < 6; i++) /* past the first array's capacity */
+		assert_int_equal(nx_subs_add(&s, n[i]), 0);
+	for (int i = 0; i < 6; i++)
+		assert_ptr_equal(nx_subs_get(s, (size_t)i), n[5 - i]);
+	assert_null(nx_subs_get(s, 6));
+	nx_subs_del(&s, n[3]);
+	nx_subs_del(&s, n[5]);
+	nx_subs_del(&s, n[0]);
+	nx_subs_del(&s, n[0]);
+	assert_ptr_equal(nx_subs_get(s, 0), n[4]);
+	assert_ptr_equal(nx_subs_get(s, 1), n[2]);
+	assert_ptr_equal(nx_subs_get(s, 2), n[1]);
+	assert_null(nx_subs_get(s, 3));
+	nx_subs_del(&s, n[4]);
+	nx_subs_del(&s, n[1]);
+	assert_int_equal(s, (uintptr_t)n[2]); /* one: the array went */
+	nx_subs_del(&s, n[2]);
+	assert_int_equal(s, 0);
+	assert_int_equal(nx_subs_add(&s, n[0]), 0);
+	assert_int_equal(nx_subs_add(&s, n[1]), 0);
+	nx_subs_free(&s); /* the array too (ASan, valgrind) */
+	assert_int_equal(s, 0);
 	nx_node_free_tree(&t, root, NULL, NULL);
 	nx_paths_free(&t);
 }
@@ -422,6 +482,9 @@ static void test_unlink(void **state)
 	struct nx_node *a = find(&t, root, "a"), *b = find(&t, a, "b"), *d = lookup(&t, root, "a/b/c/d");
 	nx_node_unlink(&t, b);
 	assert_null(b->parent);
+	/* it stays of its watch (no parent: no sibling link either) */
+	assert_ptr_equal(nx_node_watch(b), &W1);
+	assert_ptr_equal(nx_node_watch(d), &W1);
 	assert_null(find(&t, a, "b"));
 	assert_false(has_child(a, b));
 	assert_int_equal(nchildren(a), 1);
@@ -682,7 +745,7 @@ static void test_node_path_limits(void **state)
 	(void)state;
 	build(&t, root, p, 3);
 	struct nx_node *e = lookup(&t, root, "ab/cd/e");
-	assert_ptr_equal(e->watch, &W2);
+	assert_ptr_equal(nx_node_watch(e), &W2);
 	/* "ab/cd/e" is 7 bytes: it needs size 8 */
 	memset(buf, 'Z', sizeof(buf));
 	assert_int_equal(nx_node_path(e, buf, 8), 7);
@@ -769,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_exchange),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_rename_name_storage),
+		cmocka_unit_test(test_subs),
 		cmocka_unit_test(test_rename_deep),
 		cmocka_unit_test(test_unlink),
 		cmocka_unit_test(test_free_tree_order),

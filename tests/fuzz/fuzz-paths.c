@@ -131,7 +131,7 @@ static void check_node(size_t i)
 		CHECK(len == want && !memcmp(buf, m->path, want + 1), "path \"%s\", want \"%s\"",
 		      len == SIZE_MAX ? "(too long)" : buf, m->path);
 	}
-	CHECK(m->n->watch == &watches[m->root], "node of the wrong watch");
+	CHECK(nx_node_watch(m->n) == &watches[m->root], "node of the wrong watch");
 	CHECK(!m->n->dead, "live node marked dead");
 	if (!m->n->parent) {
 		CHECK(!*m->path, "a root with a path");
@@ -143,8 +143,7 @@ static void check_node(size_t i)
 	CHECK(p >= 0 && model[p].n == m->n->parent, "parent of \"%s\" is not \"%s\"", m->path, dir);
 	free(dir);
 	const char *name = slash ? slash + 1 : m->path;
-	CHECK(m->n->name_len == strlen(name) && !memcmp(m->n->name, name, m->n->name_len) &&
-	      m->n->name[m->n->name_len] == '\0', "name of \"%s\"", m->path);
+	CHECK(!strcmp(nx_node_name(m->n), name), "name of \"%s\"", m->path);
 }
 
 static void check_all(struct nx_paths *t)
@@ -157,7 +156,7 @@ static void check_all(struct nx_paths *t)
 		live++;
 		check_node(i);
 		if (model[i].n->parent)
-			CHECK(nx_node_find(t, model[i].n->parent, model[i].n->name, model[i].n->name_len) ==
+			CHECK(nx_node_find(t, model[i].n->parent, nx_node_name(model[i].n), nx_node_name_len(model[i].n)) ==
 				      model[i].n, "find \"%s\"", model[i].path);
 	}
 	/* The table holds the live non-root nodes, and those below unlinked ones. */
@@ -300,7 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nmodel = ngrave = buried = 0;
 	for (int r = 0; r < 2; r++) {
 		model[nmodel++] = (struct mnode){ nx_node_new_root(&watches[r]), r, strdup(""), true };
-		CHECK(model[r].n && !model[r].n->parent && model[r].n->name_len == 0, "new root");
+		CHECK(model[r].n && !model[r].n->parent && nx_node_name_len(model[r].n) == 0, "new root");
 	}
 	while (in_more(&in) && nmodel < MAXNODES * 4 - 1) {
 		uint8_t op = in_u8(&in);
