@@ -152,115 +152,134 @@ void nx_map_free(struct nx_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* ---- index: objects that begin with their int32_t key ---- */
+/* ---- pointer tables ---- */
 
-/* Objects come from malloc, aligned to at least 8 bytes: the 3 low bits of a
- * slot carry a tag from the hash, so most slots of a probe run are passed
- * over without reading their object. */
-#define TAG_MASK ((uintptr_t)7)
-
-static uintptr_t tag_of(uint64_t h)
+static void ptab_place(uintptr_t *slots, size_t cap, void *obj, uint64_t h)
 {
-	return (uintptr_t)(h >> 61);
-}
-
-static void *obj_of(uintptr_t s)
-{
-	return (void *)(s & ~TAG_MASK);
-}
-
-static int32_t key_of(uintptr_t s)
-{
-	return *(const int32_t *)obj_of(s);
-}
-
-void *nx_index_get(const struct nx_index *x, int32_t key)
-{
-	uint64_t h = mix((uint64_t)(uint32_t)key);
-
-	if (!x->cap)
-		return NULL;
-	for (size_t i = (size_t)h & (x->cap - 1); x->slots[i]; i = (i + 1) & (x->cap - 1))
-		if ((x->slots[i] & TAG_MASK) == tag_of(h) && key_of(x->slots[i]) == key)
-			return obj_of(x->slots[i]);
-	return NULL;
-}
-
-static void index_place(uintptr_t *slots, size_t cap, void *obj)
-{
-	uint64_t h = mix((uint64_t)(uint32_t)*(const int32_t *)obj);
-	size_t i = (size_t)h & (cap - 1);
+	size_t i = (size_t)(h >> 3) & (cap - 1);
 
 	while (slots[i])
 		i = (i + 1) & (cap - 1);
-	slots[i] = (uintptr_t)obj | tag_of(h);
+	slots[i] = (uintptr_t)obj | (uintptr_t)(h & 7);
 }
 
-/* Grows at 80% full, as the path table: 8-byte slots at 40-80% cost 10-20
- * bytes per entry. */
-int nx_index_add(struct nx_index *x, void *obj)
+static void *slot_obj(uintptr_t s)
 {
-	if ((x->len + 1) * 5 > x->cap * 4) {
-		size_t cap = x->cap ? x->cap * 2 : 64;
+	return (void *)(s & ~(uintptr_t)7);
+}
+
+/* Grows at 80% full: linear probing stays short, and 8-byte slots at 40-80%
+ * cost 10-20 bytes per object. */
+int nx_ptab_add(struct nx_ptab *t, void *obj, uint64_t (*hash)(const void *obj))
+{
+	if ((t->len + 1) * 5 > t->cap * 4) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
 		uintptr_t *slots = calloc(cap, sizeof(*slots));
 
 		if (!slots) {
 			errno = ENOMEM;
 			return -1;
 		}
-		for (size_t j = 0; j < x->cap; j++)
-			if (x->slots[j])
-				index_place(slots, cap, obj_of(x->slots[j]));
-		free(x->slots);
-		x->slots = slots;
-		x->cap = cap;
+		for (size_t j = 0; j < t->cap; j++)
+			if (t->slots[j])
+				ptab_place(slots, cap, slot_obj(t->slots[j]), hash(slot_obj(t->slots[j])));
+		free(t->slots);
+		t->slots = slots;
+		t->cap = cap;
 	}
-	index_place(x->slots, x->cap, obj);
-	x->len++;
+	ptab_place(t->slots, t->cap, obj, hash(obj));
+	t->len++;
 	return 0;
 }
 
-void *nx_index_del(struct nx_index *x, int32_t key)
+void nx_ptab_remove(struct nx_ptab *t, size_t i, uint64_t (*hash)(const void *obj))
 {
-	uint64_t h = mix((uint64_t)(uint32_t)key);
-	size_t mask = x->cap - 1, i;
-	void *old;
+	size_t mask = t->cap - 1;
 
-	if (!x->cap)
-		return NULL;
-	for (i = (size_t)h & mask;; i = (i + 1) & mask) {
-		if (!x->slots[i])
-			return NULL;
-		if ((x->slots[i] & TAG_MASK) == tag_of(h) && key_of(x->slots[i]) == key)
-			break;
-	}
-	old = obj_of(x->slots[i]);
-	for (size_t j = (i + 1) & mask; x->slots[j]; j = (j + 1) & mask) {
-		size_t home = (size_t)mix((uint64_t)(uint32_t)key_of(x->slots[j])) & mask;
-
-		if (shifts_back(home, i, j)) {
-			x->slots[i] = x->slots[j];
+	/* The entries of the same probe run that follow move up: no tombstones. */
+	for (size_t j = (i + 1) & mask; t->slots[j]; j = (j + 1) & mask) {
+		if (shifts_back(nx_ptab_home(t, hash(slot_obj(t->slots[j]))), i, j)) {
+			t->slots[i] = t->slots[j];
 			i = j;
 		}
 	}
-	x->slots[i] = 0;
-	x->len--;
-	return old;
+	t->slots[i] = 0;
+	t->len--;
 }
 
-bool nx_index_next(const struct nx_index *x, size_t *pos, void **obj)
+bool nx_ptab_next(const struct nx_ptab *t, size_t *pos, void **obj)
 {
-	for (; *pos < x->cap; (*pos)++) {
-		if (x->slots[*pos]) {
-			*obj = obj_of(x->slots[(*pos)++]);
+	for (; *pos < t->cap; (*pos)++) {
+		if (t->slots[*pos]) {
+			*obj = slot_obj(t->slots[(*pos)++]);
 			return true;
 		}
 	}
 	return false;
 }
 
+void nx_ptab_free(struct nx_ptab *t)
+{
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- index: objects that begin with their int32_t key ---- */
+
+static uint64_t key_hash(int32_t key)
+{
+	return mix((uint64_t)(uint32_t)key);
+}
+
+static uint64_t obj_hash(const void *obj)
+{
+	return key_hash(*(const int32_t *)obj);
+}
+
+/* The slot of key in x, or x->t.cap when it is not there. */
+static size_t index_slot(const struct nx_index *x, int32_t key)
+{
+	uint64_t h = key_hash(key);
+	const int32_t *o;
+
+	if (!x->t.cap)
+		return 0;
+	for (size_t i = nx_ptab_home(&x->t, h); x->t.slots[i]; i = (i + 1) & (x->t.cap - 1))
+		if ((o = nx_ptab_tagged(x->t.slots[i], h)) && *o == key)
+			return i;
+	return x->t.cap;
+}
+
+void *nx_index_get(const struct nx_index *x, int32_t key)
+{
+	size_t i = index_slot(x, key);
+
+	return i < x->t.cap ? slot_obj(x->t.slots[i]) : NULL;
+}
+
+int nx_index_add(struct nx_index *x, void *obj)
+{
+	return nx_ptab_add(&x->t, obj, obj_hash);
+}
+
+void *nx_index_del(struct nx_index *x, int32_t key)
+{
+	size_t i = index_slot(x, key);
+	void *old;
+
+	if (i >= x->t.cap)
+		return NULL;
+	old = slot_obj(x->t.slots[i]);
+	nx_ptab_remove(&x->t, i, obj_hash);
+	return old;
+}
+
+bool nx_index_next(const struct nx_index *x, size_t *pos, void **obj)
+{
+	return nx_ptab_next(&x->t, pos, obj);
+}
+
 void nx_index_free(struct nx_index *x)
 {
-	free(x->slots);
-	memset(x, 0, sizeof(*x));
+	nx_ptab_free(&x->t);
 }

@@ -44,18 +44,46 @@ bool nx_map_next(const struct nx_map *m, size_t *pos, uint64_t *key, void **val)
 void nx_map_free(struct nx_map *m);
 uint64_t nx_hash(const void *data, size_t len, uint64_t seed);
 
-/* ---- index: objects whose first member is their int32_t key, by key ----
+/* ---- pointer tables: allocated objects by a 64-bit hash of their key ----
  *
- * Open addressing over the objects themselves (allocated, so aligned to 8):
- * a slot is the object's pointer, with a few bits of the key's hash in its
- * alignment bits, so an entry costs 8 bytes of table at most 80% full where
- * an nx_map's costs 16 at most 75% (the kernel watches of large trees,
- * issue "No stalls at scale"). */
+ * Open addressing over the objects' pointers themselves (allocated, so
+ * aligned to 8): the 3 low bits of a slot carry a tag from the hash, so most
+ * slots of a probe run are passed over without reading their object; an
+ * object costs 8 bytes of table at most 80% full where an nx_map entry
+ * costs 16 at most 75% (memory of large trees, issue "No stalls at scale").
+ * The path table and the index below are two; a caller probes with
+ * nx_ptab_home/nx_ptab_tagged and compares its own key. */
 
-struct nx_index {
+struct nx_ptab {
 	uintptr_t *slots; /* object pointer | hash tag; 0: empty */
 	size_t cap;       /* power of two, or 0 */
 	size_t len;
+};
+
+/* The first slot of the probe run of hash h (t->cap not 0). */
+static inline size_t nx_ptab_home(const struct nx_ptab *t, uint64_t h)
+{
+	return (size_t)(h >> 3) & (t->cap - 1);
+}
+
+/* The object of slot s when its tag is h's, else NULL. */
+static inline void *nx_ptab_tagged(uintptr_t s, uint64_t h)
+{
+	return (s & 7) == (h & 7) ? (void *)(s & ~(uintptr_t)7) : NULL;
+}
+
+/* Adds obj, hash(obj) its key's hash; -1 ENOMEM (t unchanged). */
+int nx_ptab_add(struct nx_ptab *t, void *obj, uint64_t (*hash)(const void *obj));
+/* Takes out the object of slot i. */
+void nx_ptab_remove(struct nx_ptab *t, size_t i, uint64_t (*hash)(const void *obj));
+/* Iteration: start with *pos = 0; returns false at the end. */
+bool nx_ptab_next(const struct nx_ptab *t, size_t *pos, void **obj);
+void nx_ptab_free(struct nx_ptab *t);
+
+/* ---- index: objects whose first member is their int32_t key, by key ---- */
+
+struct nx_index {
+	struct nx_ptab t;
 };
 
 void *nx_index_get(const struct nx_index *x, int32_t key);
@@ -96,10 +124,8 @@ void nx_queue_clear(struct nx_queue *q);
  * Each node knows its parent and its own name only, so the path of a node is
  * built by walking up (O(depth)) and renaming a directory is O(1) whatever
  * lies below it.  Children are found through one hash table of the handle
- * keyed by (parent, name): open addressing over the nodes themselves (a
- * slot is a node pointer, with a few bits of its hash in the pointer's
- * alignment bits), so a directory costs its node and 8 bytes of table at
- * most 80% full (memory of large trees, issue "No stalls at scale").
+ * keyed by (parent, name), an nx_ptab: a directory costs its node and 8
+ * bytes of table at most 80% full.
  *
  * A node is one allocation, its name inline after it, and what can be had
  * otherwise is not stored: the name's length (strlen), the watch (its
@@ -148,9 +174,7 @@ void nx_subs_del(nx_subs *s, const struct nx_node *n); /* nothing when n is not 
 void nx_subs_free(nx_subs *s);
 
 struct nx_paths {
-	uintptr_t *slots; /* node pointer | hash tag in the low bits; 0: empty */
-	size_t cap;       /* power of two, or 0 */
-	size_t len;       /* nodes in the table */
+	struct nx_ptab t; /* the nodes, by (parent, name) */
 };
 
 struct nx_node *nx_node_new_root(struct nx_watch *w);

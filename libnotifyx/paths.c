@@ -15,26 +15,6 @@ static uint64_t child_key(const struct nx_node *parent, const char *name, size_t
 	return nx_hash(name, len, (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ULL);
 }
 
-/* A slot holds a node pointer; nodes come from malloc, aligned to at least
- * 8 bytes, so the 3 low bits carry a tag from the hash: most slots of a
- * probe run are passed over without reading their node. */
-#define TAG_MASK ((uintptr_t)7)
-
-static size_t home_of(uint64_t key, size_t cap)
-{
-	return (size_t)(key >> 3) & (cap - 1);
-}
-
-static uintptr_t tag_of(uint64_t key)
-{
-	return (uintptr_t)key & TAG_MASK;
-}
-
-static struct nx_node *slot_node(uintptr_t s)
-{
-	return (struct nx_node *)(s & ~TAG_MASK);
-}
-
 const char *nx_node_name(const struct nx_node *n)
 {
 	const char *heap;
@@ -50,9 +30,9 @@ size_t nx_node_name_len(const struct nx_node *n)
 	return strlen(nx_node_name(n));
 }
 
-static uint64_t node_key(const struct nx_node *n)
+static uint64_t node_key(const void *n)
 {
-	return child_key(n->parent, nx_node_name(n), nx_node_name_len(n));
+	return child_key(((const struct nx_node *)n)->parent, nx_node_name(n), nx_node_name_len(n));
 }
 
 /* A node with room for a name of len bytes inline, and at least for the
@@ -85,75 +65,35 @@ struct nx_node *nx_node_find(const struct nx_paths *t, const struct nx_node *par
 			     const char *name, size_t len)
 {
 	uint64_t key = child_key(parent, name, len);
-	size_t mask = t->cap - 1;
+	size_t mask = t->t.cap - 1;
+	struct nx_node *n;
 
-	if (!t->cap)
+	if (!t->t.cap)
 		return NULL;
-	for (size_t i = home_of(key, t->cap); t->slots[i]; i = (i + 1) & mask) {
-		struct nx_node *n = slot_node(t->slots[i]);
-
-		if ((t->slots[i] & TAG_MASK) == tag_of(key) && n->parent == parent &&
+	for (size_t i = nx_ptab_home(&t->t, key); t->t.slots[i]; i = (i + 1) & mask)
+		if ((n = nx_ptab_tagged(t->t.slots[i], key)) && n->parent == parent &&
 		    nx_node_name_len(n) == len && !memcmp(nx_node_name(n), name, len))
 			return n;
-	}
 	return NULL;
 }
 
-static void place(uintptr_t *slots, size_t cap, uint64_t key, struct nx_node *n)
-{
-	size_t i = home_of(key, cap);
-
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = (uintptr_t)n | tag_of(key);
-}
-
-/* Grows the table at 80% full: linear probing stays short, and 8-byte slots
- * at 40-80% cost 10-20 bytes per directory. */
 static int hash_in(struct nx_paths *t, struct nx_node *n)
 {
-	if ((t->len + 1) * 5 > t->cap * 4) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		uintptr_t *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -1;
-		for (size_t j = 0; j < t->cap; j++)
-			if (t->slots[j])
-				place(slots, cap, node_key(slot_node(t->slots[j])),
-				      slot_node(t->slots[j]));
-		free(t->slots);
-		t->slots = slots;
-		t->cap = cap;
-	}
-	place(t->slots, t->cap, node_key(n), n);
-	t->len++;
-	return 0;
+	return nx_ptab_add(&t->t, n, node_key);
 }
 
 static void hash_out(struct nx_paths *t, struct nx_node *n)
 {
-	size_t mask = t->cap - 1, i;
+	size_t mask = t->t.cap - 1, i;
 
-	if (!t->cap)
+	if (!t->t.cap)
 		return;
-	for (i = home_of(node_key(n), t->cap); t->slots[i]; i = (i + 1) & mask)
-		if (slot_node(t->slots[i]) == n)
+	for (i = nx_ptab_home(&t->t, node_key(n)); t->t.slots[i]; i = (i + 1) & mask)
+		if ((t->t.slots[i] & ~(uintptr_t)7) == (uintptr_t)n)
 			break;
-	if (!t->slots[i])
+	if (!t->t.slots[i])
 		return; /* not in the table (a failed insertion) */
-	/* Backward-shift deletion: the entries of the same probe run that
-	 * follow move up, so there are no tombstones. */
-	for (size_t j = (i + 1) & mask; t->slots[j]; j = (j + 1) & mask) {
-		size_t home = home_of(node_key(slot_node(t->slots[j])), t->cap);
-
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			t->slots[i] = t->slots[j];
-			i = j;
-		}
-	}
-	t->slots[i] = 0;
-	t->len--;
+	nx_ptab_remove(&t->t, i, node_key);
 }
 
 static void link_child(struct nx_node *parent, struct nx_node *n)
@@ -328,8 +268,7 @@ size_t nx_join(char *buf, size_t size, const char *dir, size_t dir_len, const ch
 
 void nx_paths_free(struct nx_paths *t)
 {
-	free(t->slots);
-	memset(t, 0, sizeof(*t));
+	nx_ptab_free(&t->t);
 }
 
 /* ---- the nodes of one kernel object ---- */

@@ -543,10 +543,10 @@ static void test_index_model(void **state)
 		} else {
 			assert_ptr_equal(nx_index_get(&x, keys[i]), in[i] ? &objs[i] : NULL);
 		}
-		assert_int_equal(x.len, len);
-		assert_true(x.len * 5 <= x.cap * 4); /* at most 80% full */
-		if (x.cap > maxcap)
-			maxcap = x.cap;
+		assert_int_equal(x.t.len, len);
+		assert_true(x.t.len * 5 <= x.t.cap * 4); /* at most 80% full */
+		if (x.t.cap > maxcap)
+			maxcap = x.t.cap;
 		if (op % 997 == 0) {
 			size_t pos = 0, visits = 0;
 			void *o;
@@ -563,9 +563,9 @@ static void test_index_model(void **state)
 	assert_true(maxcap >= 256);
 	for (size_t i = 0; i < POOL; i++)
 		assert_ptr_equal(nx_index_del(&x, keys[i]), in[i] ? &objs[i] : NULL);
-	assert_int_equal(x.len, 0);
+	assert_int_equal(x.t.len, 0);
 	nx_index_free(&x);
-	assert_null(x.slots);
+	assert_null(x.t.slots);
 	assert_null(nx_index_get(&x, 1));
 	assert_null(nx_index_del(&x, 1));
 }
@@ -582,18 +582,18 @@ static void test_index_no_memory(void **state)
 		if (i < 51)
 			assert_int_equal(nx_index_add(&x, &objs[i]), 0);
 	}
-	assert_int_equal(x.cap, 64); /* 51 of 64: the next needs a larger table */
+	assert_int_equal(x.t.cap, 64); /* 51 of 64: the next needs a larger table */
 	fail_calloc = 1;
 	errno = 0;
 	assert_int_equal(nx_index_add(&x, &objs[51]), -1);
 	assert_int_equal(errno, ENOMEM);
 	fail_calloc = 0;
-	assert_int_equal(x.len, 51);
+	assert_int_equal(x.t.len, 51);
 	assert_null(nx_index_get(&x, 52));
 	for (int i = 0; i < 51; i++)
 		assert_ptr_equal(nx_index_get(&x, i + 1), &objs[i]);
 	assert_int_equal(nx_index_add(&x, &objs[51]), 0);
-	assert_int_equal(x.cap, 128);
+	assert_int_equal(x.t.cap, 128);
 	for (int i = 0; i < 52; i++)
 		assert_ptr_equal(nx_index_get(&x, i + 1), &objs[i]);
 	nx_index_free(&x);

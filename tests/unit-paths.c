@@ -136,7 +136,7 @@ static void test_add_find(void **state)
 
 	(void)state;
 	build(&t, root, tree1, NTREE1);
-	assert_int_equal(t.len, NTREE1);
+	assert_int_equal(t.t.len, NTREE1);
 	for (size_t i = 0; i < NTREE1; i++) {
 		struct nx_node *n = lookup(&t, root, tree1[i]);
 		assert_non_null(n);
@@ -172,7 +172,7 @@ static void test_add_find(void **state)
 	assert_ptr_equal(find(&t, x, "tmpname"), tn);
 	assert_string_equal(path_of(tn), "x/tmpname");
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -191,7 +191,7 @@ static void test_many_siblings(void **state)
 		nq[i] = add(&t, q, name);
 	}
 	assert_int_equal(nchildren(p), 3000);
-	assert_int_equal(t.len, 6002);
+	assert_int_equal(t.t.len, 6002);
 	for (int i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "n%d", i);
 		assert_ptr_equal(find(&t, p, name), np[i]);
@@ -204,7 +204,7 @@ static void test_many_siblings(void **state)
 		nx_node_free_tree(&t, np[i], NULL, NULL);
 	}
 	assert_int_equal(nchildren(p), 1500);
-	assert_int_equal(t.len, 4502);
+	assert_int_equal(t.t.len, 4502);
 	for (int i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "n%d", i);
 		if (i % 2)
@@ -214,7 +214,7 @@ static void test_many_siblings(void **state)
 		assert_ptr_equal(find(&t, q, name), nq[i]);
 	}
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -242,7 +242,7 @@ static void test_same_name_chain(void **state)
 	assert_ptr_equal(find(&t, root, "x"), last);
 	nx_node_unlink(&t, last);
 	assert_null(find(&t, root, "x"));
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	assert_null(root->child);
 	nx_node_free_tree(&t, x, NULL, NULL);
 	nx_node_free_tree(&t, y, NULL, NULL);
@@ -269,7 +269,7 @@ static void test_exchange(void **state)
 	assert_string_equal(path_of(lookup(&t, root, "e/B/in-a")), "e/B/in-a");
 	assert_string_equal(path_of(lookup(&t, root, "d/A/in-b")), "d/A/in-b");
 	assert_null(lookup(&t, root, "d/A/in-a"));
-	assert_int_equal(t.len, 6);
+	assert_int_equal(t.t.len, 6);
 	nx_node_free_tree(&t, root, NULL, NULL);
 	nx_paths_free(&t);
 }
@@ -332,7 +332,7 @@ static void test_rename(void **state)
 	assert_int_equal(nx_node_rename(&t, a, xa, "a", 1), 0);
 	assert_string_equal(path_of(lookup(&t, root, "x/a/b/a/f")), "x/a/b/a/f");
 	assert_null(find(&t, root, "a"));
-	assert_int_equal(t.len, NTREE1);
+	assert_int_equal(t.t.len, NTREE1);
 	/* every node is still reachable by name from the root */
 	size_t count = 0;
 	for (size_t i = 0; i < 64; i++) {
@@ -349,7 +349,7 @@ static void test_rename(void **state)
 	}
 	assert_int_equal(count, NTREE1);
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -468,7 +468,7 @@ static void test_rename_deep(void **state)
 		strcat(want, "/d");
 	assert_string_equal(path_of(leaf), want);
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -491,17 +491,17 @@ static void test_unlink(void **state)
 	/* its subtree stays as it was, now relative to b */
 	assert_string_equal(path_of(d), "c/d");
 	assert_ptr_equal(find(&t, b, "c"), d->parent);
-	assert_int_equal(t.len, NTREE1 - 1);
+	assert_int_equal(t.t.len, NTREE1 - 1);
 	/* unlinking a root, or twice, does nothing */
 	nx_node_unlink(&t, root);
 	nx_node_unlink(&t, b);
-	assert_int_equal(t.len, NTREE1 - 1);
+	assert_int_equal(t.t.len, NTREE1 - 1);
 	nx_node_free_tree(&t, b, NULL, NULL);
-	assert_int_equal(t.len, NTREE1 - 4); /* b, c, d, e */
+	assert_int_equal(t.t.len, NTREE1 - 4); /* b, c, d, e */
 	assert_null(lookup(&t, root, "a/b"));
 	assert_string_equal(path_of(lookup(&t, root, "a/f")), "a/f");
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -569,7 +569,7 @@ static void test_free_tree_order(void **state)
 	/* paths relative to sub: sub itself is "" */
 	size_t k = random_tree(&t, sub, 500, paths, 7);
 	assert_int_equal(k, 501);
-	assert_int_equal(t.len, 3 + 500);
+	assert_int_equal(t.t.len, 3 + 500);
 	memset(&r, 0, sizeof(r));
 	nx_node_free_tree(&t, sub, record_drop, &r);
 	/* every node dropped exactly once */
@@ -592,7 +592,7 @@ static void test_free_tree_order(void **state)
 			}
 	assert_string_equal(r.path[r.n - 1], "");
 	/* the rest of the table is intact */
-	assert_int_equal(t.len, 2);
+	assert_int_equal(t.t.len, 2);
 	assert_null(find(&t, root, "sub"));
 	assert_ptr_equal(find(&t, root, "keep"), keep);
 	assert_string_equal(path_of(find(&t, keep, "k1")), "keep/k1");
@@ -609,7 +609,7 @@ static void test_free_tree_order(void **state)
 	assert_string_equal(r.path[1], "keep");
 	assert_string_equal(r.path[2], "");
 	assert_ptr_equal(r.node[2], root);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	for (size_t i = 0; i < r.n; i++)
 		free(r.path[i]);
 	nx_paths_free(&t);
@@ -705,7 +705,7 @@ static void test_foreach(void **state)
 	for (size_t i = 0; i < k; i++)
 		free(paths[i]);
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -731,7 +731,7 @@ static void test_deep_chain(void **state)
 	assert_int_equal(nx_node_path(n, buf, sizeof(buf)), SIZE_MAX);
 	nx_node_free_tree(&t, root, count_only, &drops);
 	assert_int_equal(drops, 200001);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 
@@ -779,7 +779,7 @@ static void test_node_path_limits(void **state)
 	assert_int_equal(nx_node_path(n, big, PATH_MAX), SIZE_MAX);
 	assert_int_equal(nx_node_path(n, big, sizeof(big)), len);
 	nx_node_free_tree(&t, root, NULL, NULL);
-	assert_int_equal(t.len, 0);
+	assert_int_equal(t.t.len, 0);
 	nx_paths_free(&t);
 }
 

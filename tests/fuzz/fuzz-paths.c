@@ -160,8 +160,8 @@ static void check_all(struct nx_paths *t)
 				      model[i].n, "find \"%s\"", model[i].path);
 	}
 	/* The table holds the live non-root nodes, and those below unlinked ones. */
-	CHECK(t->len <= live - 2 + buried, "table has %zu nodes for %zu",
-	      t->len, live - 2 + buried);
+	CHECK(t->t.len <= live - 2 + buried, "table has %zu nodes for %zu",
+	      t->t.len, live - 2 + buried);
 }
 
 struct visit {
@@ -369,7 +369,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nx_node_free_tree(&t, graveyard[g], NULL, NULL);
 	nx_node_free_tree(&t, model[0].n, NULL, NULL);
 	nx_node_free_tree(&t, model[1].n, NULL, NULL);
-	CHECK(t.len == 0, "%zu names left in the table", t.len);
+	CHECK(t.t.len == 0, "%zu names left in the table", t.t.len);
 	nx_paths_free(&t);
 	for (size_t i = 0; i < nmodel; i++)
 		free(model[i].path);
