@@ -89,13 +89,7 @@ one() {
 		result "died:$(echo "$*" | tr ' ' _)"
 		exit 1
 	}
-	long=$(printf '%0240d' 0 | tr 0 p)
-	deep=$work/deep
-	i=0
-	while test $i -lt 10; do
-		deep=$deep/$long
-		i=$((i + 1))
-	done
+	deep=$(deep_dir)
 	src=$deep/src
 	mkdir -p "$src" "$deep/outside" || fail "mkdir failed"
 	(cd "$deep" && "$churn" -v -D -s $((1000 + seed)) -n 300 -p 0 src outside \

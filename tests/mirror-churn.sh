@@ -138,13 +138,7 @@ echo "$me: $(grep '^mirror: [0-9]* events' "$work/q.log")"
 
 # ---- 5. deep chains, exchanges with what the watch does not see ------------------------
 
-long=$(printf '%0240d' 0 | tr 0 p)
-deep=$work/deep
-i=0
-while test $i -lt 10; do
-	deep=$deep/$long
-	i=$((i + 1))
-done
+deep=$(deep_dir)
 src3=$deep/src
 mkdir -p "$src3" "$deep/outside" || exit 1
 (cd "$deep" && "$churn" -D -s 2000 -n 300 -p 0 src outside) 2>/dev/null || fail "churn failed"

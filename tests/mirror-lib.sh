@@ -66,6 +66,19 @@ start() {
 	done
 }
 
+# deep_dir: prints $work/deep followed by ten names of 240 characters, a
+# directory whose absolute path is longer than PATH_MAX (made by the caller).
+deep_dir() {
+	long=$(printf '%0240d' 0 | tr 0 p)
+	d=$work/deep
+	i=0
+	while test $i -lt 10; do
+		d=$d/$long
+		i=$((i + 1))
+	done
+	echo "$d"
+}
+
 pid_of() {
 	eval "echo \$pid_$1"
 }

@@ -38,6 +38,7 @@
 #include <cmocka.h>
 
 #include "nx.h"
+#include "unitsh.h"
 
 #define QUIET_MS 300
 
@@ -54,17 +55,6 @@ struct fix {
 	struct ev *ev;
 	size_t n;
 };
-
-static void xsys(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 /* Reads events until none came for QUIET_MS; keeps them in f->ev. */
 static void collect(struct fix *f)
@@ -191,7 +181,7 @@ static int open_fix(struct fix *f, const char *inode_max, uint32_t flags)
 	memset(f, 0, sizeof(*f));
 	snprintf(f->base, sizeof(f->base), "/tmp/nx-frepair.XXXXXX");
 	assert_non_null(mkdtemp(f->base));
-	xsys("mkdir -p %s/p/root/a/a1/a2 %s/p/root/b/b1 %s/p/root/c/c1", f->base, f->base, f->base);
+	unit_sh("mkdir -p %s/p/root/a/a1/a2 %s/p/root/b/b1 %s/p/root/c/c1", f->base, f->base, f->base);
 	snprintf(f->root, sizeof(f->root), "%s/p/root", f->base);
 	setenv("NOTIFYX_FANOTIFY_INODE_MAX", inode_max, 1);
 	f->nx = notifyx_open(&cfg);
@@ -209,17 +199,17 @@ static int open_fix(struct fix *f, const char *inode_max, uint32_t flags)
 static void close_fix(struct fix *f)
 {
 	assert_int_equal(notifyx_close(f->nx), 0);
-	xsys("rm -rf %s", f->base);
+	unit_sh("rm -rf %s", f->base);
 	forget(f);
 }
 
 /* The changes made while events are lost or pending. */
 static void churn(struct fix *f)
 {
-	xsys("mv %s/p/root/a %s/p/root/a_new", f->base, f->base);
-	xsys("rm -r %s/p/root/c", f->base);
-	xsys("mkdir -p %s/p/root/n/n1/n2 && touch %s/p/root/n/n1/file", f->base, f->base);
-	xsys("mv %s/p %s/q", f->base, f->base);
+	unit_sh("mv %s/p/root/a %s/p/root/a_new", f->base, f->base);
+	unit_sh("rm -r %s/p/root/c", f->base);
+	unit_sh("mkdir -p %s/p/root/n/n1/n2 && touch %s/p/root/n/n1/file", f->base, f->base);
+	unit_sh("mv %s/p %s/q", f->base, f->base);
 	snprintf(f->root, sizeof(f->root), "%s/q/root", f->base);
 }
 
@@ -232,11 +222,11 @@ static void check_after(struct fix *f)
 	table_has(f, "b/b1", true);
 	collect(f); /* what was pending: read against the repaired table */
 	forget(f);
-	xsys("touch %s/a_new/a1/a2/f1 %s/n/n1/n2/f2 %s/b/b1/f3", f->root, f->root, f->root);
-	xsys("mkdir %s/a_new/a1/x %s/n/y && touch %s/a_new/a1/x/f4 %s/n/y/f5", f->root,
+	unit_sh("touch %s/a_new/a1/a2/f1 %s/n/n1/n2/f2 %s/b/b1/f3", f->root, f->root, f->root);
+	unit_sh("mkdir %s/a_new/a1/x %s/n/y && touch %s/a_new/a1/x/f4 %s/n/y/f5", f->root,
 	     f->root, f->root, f->root);
-	xsys("chmod 700 %s/n/n1 %s/a_new/a1", f->root, f->root);
-	xsys("mv %s/n/n1/n2 %s/n/n1/n3 && touch %s/n/n1/n3/f6", f->root, f->root, f->root);
+	unit_sh("chmod 700 %s/n/n1 %s/a_new/a1", f->root, f->root);
+	unit_sh("mv %s/n/n1/n2 %s/n/n1/n3 && touch %s/n/n1/n3/f6", f->root, f->root, f->root);
 	collect(f);
 	expect(f, NOTIFYX_CREATE, "a_new/a1/a2/f1");
 	expect(f, NOTIFYX_CREATE, "n/n1/n2/f2");
@@ -287,13 +277,13 @@ static void test_shallow(void **state)
 
 	(void)state;
 	open_fix(&f, "1000000", 0);
-	xsys("mv %s/a %s/a_new && mkdir %s/m", f.root, f.root, f.root);
+	unit_sh("mv %s/a %s/a_new && mkdir %s/m", f.root, f.root, f.root);
 	lose_events();
 	repair(&f);
 	table_has(&f, "a_new", true);
 	table_has(&f, "m", true);
 	table_has(&f, "a", false);
-	xsys("chmod 700 %s/a_new %s/m && touch %s/f", f.root, f.root, f.root);
+	unit_sh("chmod 700 %s/a_new %s/m && touch %s/f", f.root, f.root, f.root);
 	collect(&f);
 	expect(&f, NOTIFYX_ATTRIB, "a_new");
 	expect(&f, NOTIFYX_ATTRIB, "m");
@@ -312,7 +302,7 @@ static void test_root_gone(void **state)
 
 	(void)state;
 	open_fix(&f, "1000000", NOTIFYX_WATCH_RECURSIVE);
-	xsys("rm -r %s", f.root);
+	unit_sh("rm -r %s", f.root);
 	lose_events();
 	w = nx_map_get(&f.nx->watches, (uint64_t)f.wd);
 	w->staging = true;

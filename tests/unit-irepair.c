@@ -29,23 +29,13 @@
 #include <cmocka.h>
 
 #include "nx.h"
+#include "unitsh.h"
 
 #define EVENTS                                                                              \
 	(NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN | \
 	 NOTIFYX_DELETE_SELF | NOTIFYX_MOVE_SELF | NOTIFYX_CLOSE_WRITE)
 
 static char top[64];
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static int setup(void **state)
 {
@@ -58,7 +48,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	sh("rm -rf %s", top);
+	unit_sh("rm -rf %s", top);
 	return 0;
 }
 
@@ -229,7 +219,7 @@ static void test_repair_tree(void **state)
 	int wd, wd2;
 
 	(void)state;
-	sh("cd %s && mkdir -p p/root/a/b/c p/root/d/e p/root/g r && touch p/root/a/b/f", top);
+	unit_sh("cd %s && mkdir -p p/root/a/b/c p/root/d/e p/root/g r && touch p/root/a/b/f", top);
 	snprintf(root, sizeof(root), "%s/p/root", top);
 	snprintf(sub, sizeof(sub), "%s/p/root/a", top);
 	wd = notifyx_add_watch(nx, root, EVENTS, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
@@ -240,7 +230,7 @@ static void test_repair_tree(void **state)
 	drain(nx);
 
 	/* Changes whose events are not read: as if they were lost. */
-	sh("cd %s/p/root && mv a a2 && mv a2/b/c a2/c2 && rm -r d && mkdir -p n/m/k && touch n/m/f"
+	unit_sh("cd %s/p/root && mv a a2 && mv a2/b/c a2/c2 && rm -r d && mkdir -p n/m/k && touch n/m/f"
 	   " && cd %s && mv p q && mv q/root r/root2",
 	   top, top);
 	snprintf(now, sizeof(now), "%s/r/root2", top);
@@ -262,7 +252,7 @@ static void test_repair_tree(void **state)
 	assert_true(find_got("%d rename c2<b/c", wd2) >= 0);
 
 	/* Later changes, under their current paths. */
-	sh("cd %s && touch a2/b/new1 a2/c2/new2 n/m/k/new3 g/new4 && mkdir n/m/k/z && touch n/m/k/z/f2"
+	unit_sh("cd %s && touch a2/b/new1 a2/c2/new2 n/m/k/new3 g/new4 && mkdir n/m/k/z && touch n/m/k/z/f2"
 	   " && mv a2/b a2/bb && rm a2/bb/f",
 	   now);
 	drain(nx);
@@ -286,7 +276,7 @@ static void test_repair_tree(void **state)
 	assert_int_equal(ngot, 0);
 
 	/* The root is followed where it went: its deletion ends the watch. */
-	sh("rm -r %s", now);
+	unit_sh("rm -r %s", now);
 	drain(nx);
 	long del = find_got("%d delete_self ", wd), ign = find_got("%d ignored ", wd);
 	assert_true(del >= 0 && ign > del);
@@ -302,11 +292,11 @@ static void test_repair_root_gone(void **state)
 	int wd;
 
 	(void)state;
-	sh("cd %s && mkdir -p gone/x/y", top);
+	unit_sh("cd %s && mkdir -p gone/x/y", top);
 	snprintf(root, sizeof(root), "%s/gone", top);
 	wd = notifyx_add_watch(nx, root, EVENTS, NOTIFYX_WATCH_RECURSIVE);
 	assert_true(wd > 0);
-	sh("rm -r %s", root);
+	unit_sh("rm -r %s", root);
 	repair(nx, wd);
 	assert_false(((struct nx_watch *)nx_map_get(&nx->watches, (uint64_t)wd))->ended);
 	drain(nx);
@@ -323,11 +313,11 @@ static void test_repair_flat(void **state)
 	int wd;
 
 	(void)state;
-	sh("cd %s && mkdir -p flat/x", top);
+	unit_sh("cd %s && mkdir -p flat/x", top);
 	snprintf(root, sizeof(root), "%s/flat", top);
 	wd = notifyx_add_watch(nx, root, EVENTS, 0);
 	assert_true(wd > 0);
-	sh("cd %s && mv x y && touch z", root);
+	unit_sh("cd %s && mv x y && touch z", root);
 	repair(nx, wd);
 	drain(nx);
 	assert_true(find_got("%d rename y<x", wd) >= 0);

@@ -26,35 +26,25 @@
 #include <cmocka.h>
 
 #include "nx.h"
+#include "unitsh.h"
 
 #define EVENTS (NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN)
 
 static char top[64];
-
-static void sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static int setup(void **state)
 {
 	(void)state;
 	strcpy(top, "/tmp/nx-rescan.XXXXXX");
 	assert_non_null(mkdtemp(top));
-	sh("mkdir -p %s/t/a/b/c && touch %s/t/a/b/f %s/t/a/b/c/g", top, top, top);
+	unit_sh("mkdir -p %s/t/a/b/c && touch %s/t/a/b/f %s/t/a/b/c/g", top, top, top);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	sh("rm -rf %s", top);
+	unit_sh("rm -rf %s", top);
 	return 0;
 }
 
@@ -102,7 +92,7 @@ static struct notifyx *open_watch(struct nx_watch **w)
 /* After what the model could not follow, the watch still reports. */
 static void still_reports(struct notifyx *nx)
 {
-	sh("touch %s/t/a/later", top);
+	unit_sh("touch %s/t/a/later", top);
 	assert_true(read_until(nx, NOTIFYX_CREATE, "a/later"));
 	assert_int_equal(notifyx_close(nx), 0);
 }
