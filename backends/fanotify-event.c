@@ -323,12 +323,53 @@ static void late_deletes(struct notifyx *nx, size_t pos, bool all)
 	fa->nlate = j;
 }
 
-/* The last record of buf is a FAN_RENAME: the second FAN_RENAME of an
- * exchange is queued by the same system call just after the first, and a
- * read can come between the two.  True when the kernel has more within a
- * millisecond (once per record: then read it, and pair them). */
-static bool second_half(struct fan *fa)
+/* Opens (O_PATH) the directory of identifier id, when the library can
+ * reach it: by its handle on a filesystem it marks, else by a node of a
+ * watch. */
+static int open_dir_id(struct notifyx *nx, const struct fanid *id)
 {
+	struct fan *fa = fan_of(nx);
+	struct fsmark *fm = id->len >= 16 ? nx_fan_fsmark_of(fa, id->data) : NULL;
+	struct kobj *k;
+	struct nx_node *n;
+
+	if (fm)
+		return nx_fan_open_handle(fa, fm, id->data, id->len);
+	k = nx_fan_kobj_find(fa, id);
+	for (size_t si = 0; k && (n = nx_subs_get(k->subs, si)); si++)
+		if (!n->dead)
+			return nx_fan_open_node(nx, n);
+	return -1;
+}
+
+/* True when what the rename of record r queued is surely in the kernel
+ * queue.  A rename queues its records (the two FAN_RENAMEs of an exchange)
+ * while it holds the lock of the directory it moves from, and d_move() left
+ * no entry of the old name in the dentry cache: looking that name up takes
+ * the lock (and one that finds a negative entry was made after the rename
+ * let go of it).  Not when the name exists, as after an exchange, which
+ * leaves both names in the cache, or when the directory cannot be reached. */
+static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
+{
+	struct stat st;
+	int fd = r->odfid.len && r->oname.len ? open_dir_id(nx, &r->odfid) : -1;
+	bool gone;
+
+	if (fd < 0)
+		return false;
+	gone = fstatat(fd, r->oname.name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	close(fd);
+	return gone;
+}
+
+/* The last record of buf is the FAN_RENAME r: the second FAN_RENAME of an
+ * exchange is queued by the same system call just after the first, and a
+ * read can come between the two.  True when the kernel has more once the
+ * rename is known to be done (rename_queued), else within a millisecond
+ * (once per record): then read it, and pair them. */
+static bool second_half(struct notifyx *nx, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
 	struct pollfd p = { .fd = fa->fd, .events = POLLIN };
 
 	if (fa->more)
@@ -336,7 +377,7 @@ static bool second_half(struct fan *fa)
 	if (fa->waited)
 		return false;
 	fa->waited = true;
-	return poll(&p, 1, 1) > 0;
+	return poll(&p, 1, rename_queued(nx, r) ? 0 : 1) > 0;
 }
 
 /* Handles the records in buf. */
@@ -357,7 +398,7 @@ static void handle_records(struct notifyx *nx)
 			continue;
 		}
 		if (ok && (r.mask & FAN_RENAME) && nx_fan_next_rename(fa, pos, &r) == SIZE_MAX &&
-		    second_half(fa))
+		    second_half(nx, &r))
 			break; /* handled with what the next read brings */
 		if (!ok) {
 			/* The kernel returns whole records only: a record that
