@@ -346,15 +346,26 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			    bool drained, size_t *fpos, struct inrec *f)
 {
 	struct ino *in = ino_of(nx);
+	struct inrec second;
 	size_t at = pos;
 
 	*fpos = 0;
 	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
 		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
 			continue;
-		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
-		    !memcmp(f->name, to->name, f->name_len) &&
-		    (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)))
+		if (!(f->mask & IN_MOVED_FROM) || f->wd != to->wd || f->name_len != to->name_len ||
+		    memcmp(f->name, to->name, f->name_len))
+			return true;
+		/* A departure whose arrival is in the stream is a move of its
+		 * own (the name's next change), not the other half of an
+		 * exchange with an unseen place, whose arrival goes where no
+		 * watch is.  Its arrival may not be read yet: wait for it as
+		 * for any second half. */
+		if (nx_ino_find_moved_to(in, pos + f->size, f, &second))
+			return true;
+		if (held(nx, pos, drained))
+			return false;
+		if (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f))
 			*fpos = pos;
 		return true;
 	}
