@@ -33,11 +33,51 @@
  * concerns for the rest of the pass, so that their later records wait
  * behind it (never overtaking it), while those of other watches go on. */
 
+/* A MOVED_TO or MOVED_FROM: its directory, name and type. */
+static uint64_t move_key(const struct inrec *r)
+{
+	return nx_hash(r->name, r->name_len, (uint64_t)(uint32_t)r->wd << 1 | !!(r->mask & IN_ISDIR)) | 1;
+}
+
+/* The MOVED_FROMs among the records just read that came right after a
+ * MOVED_TO of the same name and type (see dropped_arrival). */
+static void note_after_to(struct ino *in)
+{
+	size_t max = sizeof(in->after_to) / sizeof(in->after_to[0]);
+	uint64_t start = in->stream - in->len;
+	struct inrec r;
+	size_t pos = in->scanned > start ? (size_t)(in->scanned - start) : 0;
+
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		uint64_t key = (r.mask & (IN_MOVED_FROM | IN_MOVED_TO)) ? move_key(&r) : 0;
+		if ((r.mask & IN_MOVED_FROM) && key == in->last_to)
+			in->after_to[in->nafter_to++ % max] = start + pos;
+		in->last_to = (r.mask & IN_MOVED_TO) ? key : 0;
+	}
+	in->scanned = start + pos;
+}
+
+/* Was the MOVED_FROM at pos read right after a MOVED_TO of its name?  Once. */
+static bool take_after_to(struct ino *in, size_t pos)
+{
+	size_t max = sizeof(in->after_to) / sizeof(in->after_to[0]);
+	uint64_t at = in->stream - in->len + pos;
+
+	for (size_t i = 0; i < max && i < in->nafter_to; i++) {
+		if (in->after_to[i] == at) {
+			in->after_to[i] = UINT64_MAX;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The bytes up to in->len were just read. */
 void nx_ino_note_read(struct ino *in)
 {
 	size_t max = sizeof(in->reads) / sizeof(in->reads[0]);
 
+	note_after_to(in);
 	if (in->nreads && in->reads[in->nreads - 1].end >= in->len)
 		return;
 	if (in->nreads == max)
@@ -240,6 +280,24 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 		block_kwatch(in, nx_index_get(&in->kwatches, to.wd));
 }
 
+/*
+ * The kernel drops a record equal (watch, mask, name; the cookie is not
+ * compared) to the last one it holds unread.  An exchange with a place no
+ * watch sees queues the arrival at a name, then the departure from it: right
+ * after another arrival at that name not read yet (a move or rename onto
+ * it), the exchange's arrival is dropped and only its departure, the lone
+ * MOVED_FROM r at pos, is left.  The name is then still there after it
+ * (which a move away does not leave).
+ */
+static bool dropped_arrival(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
+
+	return take_after_to(in, pos) && kw &&
+	       nx_ino_there_at(nx, kw, r->name, r->name_len, pos + r->size) == 1;
+}
+
 /* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
  * of the stream. */
 static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
@@ -257,6 +315,10 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		if (held(nx, pos, drained))
 			return false;
 		nx_ino_do_move(nx, &m); /* its pair is not coming: a move out */
+		if (dropped_arrival(nx, pos, r)) {
+			struct move a = { .to = m.from, .tname = r->name, .tlen = r->name_len, .isdir = m.isdir };
+			nx_ino_do_move(nx, &a);
+		}
 		return true;
 	}
 	bool incomplete = false, to_isdir = false;
@@ -365,8 +427,12 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			return true;
 		if (held(nx, pos, drained))
 			return false;
-		if (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f))
+		/* The departure of an exchange whose arrival is to: none was
+		 * dropped before it (see dropped_arrival). */
+		if (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)) {
 			*fpos = pos;
+			take_after_to(in, pos);
+		}
 		return true;
 	}
 	/* The last record read: its departure may not be queued yet.  Wait

@@ -97,6 +97,16 @@ struct ino {
 	 * sooner, never later). */
 	struct read_mark reads[256];
 	size_t nreads;
+	/* The kernel drops a record equal to the last one it holds unread
+	 * (see dropped_arrival): the stream offsets of the last MOVED_FROMs
+	 * read right after a MOVED_TO of the same name and type (a ring;
+	 * UINT64_MAX: taken), the key of the last record read when it is a
+	 * MOVED_TO (else 0), and the stream offset up to which the records
+	 * read were looked at. */
+	uint64_t after_to[16];
+	size_t nafter_to;
+	uint64_t last_to;
+	uint64_t scanned;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
 	uint64_t stream;      /* bytes read from fd so far */
