@@ -107,6 +107,17 @@ struct ino {
 	size_t nafter_to;
 	uint64_t last_to;
 	uint64_t scanned;
+	/* The same for departures (see dropped_departure): the last record
+	 * read when it is a MOVED_FROM, and the last MOVED_TOs read right
+	 * after a MOVED_FROM of another cookie, with that MOVED_FROM. */
+	struct from_mark {
+		uint64_t at;      /* the MOVED_TO's stream offset; UINT64_MAX: none */
+		int wd;           /* the MOVED_FROM's */
+		uint32_t mask, cookie;
+		size_t len;
+		char name[NAME_MAX + 1];
+	} last_from, after_from[4];
+	size_t nafter_from;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
 	uint64_t stream;      /* bytes read from fd so far */
@@ -197,6 +208,7 @@ bool nx_ino_within_watches(struct notifyx *nx, const struct kwatch *a, const str
 
 /* ---- inotify-hold.c: reading the kernel queue, the hold, process() ---- */
 
+struct from_mark *nx_ino_after_from(struct ino *in, size_t pos);
 int nx_ino_process(struct notifyx *nx, unsigned flags);
 void nx_ino_note_read(struct ino *in);
 
