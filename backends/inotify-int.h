@@ -102,8 +102,9 @@ struct ino {
 	 * read right after a MOVED_TO of the same name and type (a ring;
 	 * UINT64_MAX: taken), the key of the last record read when it is a
 	 * MOVED_TO (else 0), and the stream offset up to which the records
-	 * read were looked at. */
-	uint64_t after_to[16];
+	 * read were looked at.  A ring that overflows loses its oldest marks:
+	 * those records are then taken as they come, as before the marks. */
+	uint64_t after_to[64];
 	size_t nafter_to;
 	uint64_t last_to;
 	uint64_t scanned;
@@ -116,7 +117,7 @@ struct ino {
 		uint32_t mask, cookie;
 		size_t len;
 		char name[NAME_MAX + 1];
-	} last_from, after_from[4];
+	} last_from, after_from[32];
 	size_t nafter_from;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */

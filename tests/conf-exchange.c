@@ -261,6 +261,37 @@ static void exchange_new_outside_inside(struct tu_fix *f, const char *base)
 }
 ON_BOTH(exchange_new_outside_inside)
 
+/* A directory moved in from outside and at once out again, then the
+ * directory "b" exchanged with one outside, before the library reads.  The
+ * move out and the exchange's arrival look like the start of the case
+ * above; but the exchange's departure does not lead back to the name moved
+ * out: nothing was dropped, and the move in and out are not an exchange. */
+static void move_in_out_then_exchange(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(base, "out"));
+	make_entry(tu_path(base, "out/site"), 1, "in");
+	make_entry(tu_path(base, "out/other"), 1, "new");
+	make_entry(tu_path(base, "w/b"), 1, "b");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	tu_rename(tu_path(base, "out/site"), tu_path(base, "w/site"));
+	tu_rename(tu_path(base, "w/site"), tu_path(base, "out/gone"));
+	rename_exchange(tu_path(base, "out/other"), tu_path(base, "w/b"));
+	tu_touch(tu_path(base, "w/mark"));
+	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after the moves and the exchange");
+	conf_no_error(&f->log);
+}
+ON_BOTH(move_in_out_then_exchange)
+
 /* ---- exchanges inside one watch --------------------------------------------- */
 
 /* Two directories (with contents) exchanged inside one recursive watch, with
@@ -486,6 +517,7 @@ int conf_exchange_run(void)
 		TEST_BOTH(exchange_outside_then_inside),
 		TEST_BOTH(exchange_outside_inside_out),
 		TEST_BOTH(exchange_new_outside_inside),
+		TEST_BOTH(move_in_out_then_exchange),
 		TEST_BOTH(exchange_two_dirs),
 		TEST_BOTH(exchange_two_dirs_alone),
 		TEST_BOTH(exchange_burst),
