@@ -33,11 +33,81 @@
  * concerns for the rest of the pass, so that their later records wait
  * behind it (never overtaking it), while those of other watches go on. */
 
+/* A MOVED_TO or MOVED_FROM: its directory, name and type. */
+static uint64_t move_key(const struct inrec *r)
+{
+	return nx_hash(r->name, r->name_len, (uint64_t)(uint32_t)r->wd << 1 | !!(r->mask & IN_ISDIR)) | 1;
+}
+
+/* Marks, among the records just read, the MOVED_FROMs that came right after
+ * a MOVED_TO of the same name and type (see dropped_arrival), and the
+ * MOVED_TOs that came right after a MOVED_FROM of the same type and another
+ * cookie (see dropped_departure). */
+static void note_moves(struct ino *in)
+{
+	size_t max = sizeof(in->after_to) / sizeof(in->after_to[0]);
+	size_t fmax = sizeof(in->after_from) / sizeof(in->after_from[0]);
+	uint64_t start = in->stream - in->len;
+	struct inrec r;
+	size_t pos = in->scanned > start ? (size_t)(in->scanned - start) : 0;
+
+	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
+		uint64_t key = (r.mask & (IN_MOVED_FROM | IN_MOVED_TO)) ? move_key(&r) : 0;
+		if ((r.mask & IN_MOVED_FROM) && key == in->last_to)
+			in->after_to[in->nafter_to++ % max] = start + pos;
+		if ((r.mask & IN_MOVED_TO) && in->last_from.mask && r.cookie != in->last_from.cookie &&
+		    !((r.mask ^ in->last_from.mask) & IN_ISDIR)) {
+			struct from_mark *fm = &in->after_from[in->nafter_from++ % fmax];
+			*fm = in->last_from;
+			fm->at = start + pos;
+		}
+		in->last_to = (r.mask & IN_MOVED_TO) ? key : 0;
+		in->last_from.mask = 0;
+		if ((r.mask & IN_MOVED_FROM) && r.name_len <= NAME_MAX) {
+			in->last_from.wd = r.wd;
+			in->last_from.mask = r.mask;
+			in->last_from.cookie = r.cookie;
+			in->last_from.len = r.name_len;
+			memcpy(in->last_from.name, r.name, r.name_len);
+		}
+	}
+	in->scanned = start + pos;
+}
+
+/* The MOVED_FROM the MOVED_TO at pos was read right after (see note_moves),
+ * or NULL. */
+struct from_mark *nx_ino_after_from(struct ino *in, size_t pos)
+{
+	size_t max = sizeof(in->after_from) / sizeof(in->after_from[0]);
+	uint64_t at = in->stream - in->len + pos;
+
+	for (size_t i = 0; i < max && i < in->nafter_from; i++)
+		if (in->after_from[i].at == at)
+			return &in->after_from[i];
+	return NULL;
+}
+
+/* Was the MOVED_FROM at pos read right after a MOVED_TO of its name?  Once. */
+static bool take_after_to(struct ino *in, size_t pos)
+{
+	size_t max = sizeof(in->after_to) / sizeof(in->after_to[0]);
+	uint64_t at = in->stream - in->len + pos;
+
+	for (size_t i = 0; i < max && i < in->nafter_to; i++) {
+		if (in->after_to[i] == at) {
+			in->after_to[i] = UINT64_MAX;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The bytes up to in->len were just read. */
 void nx_ino_note_read(struct ino *in)
 {
 	size_t max = sizeof(in->reads) / sizeof(in->reads[0]);
 
+	note_moves(in);
 	if (in->nreads && in->reads[in->nreads - 1].end >= in->len)
 		return;
 	if (in->nreads == max)
@@ -240,6 +310,48 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 		block_kwatch(in, nx_index_get(&in->kwatches, to.wd));
 }
 
+/* Reports the exchange m (its reverse pair: the type of the entry that was at
+ * m->tname, and the cookie). */
+static void exchanged(struct notifyx *nx, struct move *m, bool to_isdir, uint32_t rcookie)
+{
+	if (nx_ino_within_watches(nx, m->from, m->to)) {
+		m->exchange = true;
+		m->to_isdir = to_isdir;
+		nx_ino_do_move(nx, m);
+		return;
+	}
+	/* An exchange that some watch sees one side of: there it is a
+	 * departure and an arrival at one name, the departure first. */
+	struct move rev = {
+		.from = m->to, .to = m->from, .fname = m->tname, .flen = m->tlen,
+		.tname = m->fname, .tlen = m->flen, .isdir = to_isdir, .cookie = rcookie,
+	};
+	m->only = rev.only = ONLY_DEPARTURES;
+	nx_ino_do_move(nx, m);
+	nx_ino_do_move(nx, &rev);
+	m->only = rev.only = ONLY_ARRIVALS;
+	nx_ino_do_move(nx, m);
+	nx_ino_do_move(nx, &rev);
+}
+
+/*
+ * The kernel drops a record equal (watch, mask, name; the cookie is not
+ * compared) to the last one it holds unread.  An exchange with a place no
+ * watch sees queues the arrival at a name, then the departure from it: right
+ * after another arrival at that name not read yet (a move or rename onto
+ * it), the exchange's arrival is dropped and only its departure, the lone
+ * MOVED_FROM r at pos, is left.  The name is then still there after it
+ * (which a move away does not leave).
+ */
+static bool dropped_arrival(struct notifyx *nx, size_t pos, const struct inrec *r)
+{
+	struct ino *in = ino_of(nx);
+	const struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
+
+	return take_after_to(in, pos) && kw &&
+	       nx_ino_there_at(nx, kw, r->name, r->name_len, pos + r->size) == 1;
+}
+
 /* Handles the MOVED_FROM at pos.  Returns false when it must wait for more
  * of the stream. */
 static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
@@ -257,6 +369,10 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		if (held(nx, pos, drained))
 			return false;
 		nx_ino_do_move(nx, &m); /* its pair is not coming: a move out */
+		if (dropped_arrival(nx, pos, r)) {
+			struct move a = { .to = m.from, .tname = r->name, .tlen = r->name_len, .isdir = m.isdir };
+			nx_ino_do_move(nx, &a);
+		}
 		return true;
 	}
 	bool incomplete = false, to_isdir = false;
@@ -272,24 +388,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		return true;
 	}
 	nx_ino_consume(in, tpos);
-	if (nx_ino_within_watches(nx, m.from, m.to)) {
-		m.exchange = true;
-		m.to_isdir = to_isdir;
-		nx_ino_do_move(nx, &m);
-		return true;
-	}
-	/* An exchange that some watch sees one side of: there it is a
-	 * departure and an arrival at one name, the departure first. */
-	struct move rev = {
-		.from = m.to, .to = m.from, .fname = m.tname, .flen = m.tlen,
-		.tname = m.fname, .tlen = m.flen, .isdir = to_isdir, .cookie = rcookie,
-	};
-	m.only = rev.only = ONLY_DEPARTURES;
-	nx_ino_do_move(nx, &m);
-	nx_ino_do_move(nx, &rev);
-	m.only = rev.only = ONLY_ARRIVALS;
-	nx_ino_do_move(nx, &m);
-	nx_ino_do_move(nx, &rev);
+	exchanged(nx, &m, to_isdir, rcookie);
 	return true;
 }
 
@@ -346,21 +445,94 @@ static bool departure_first(struct notifyx *nx, size_t pos, const struct inrec *
 			    bool drained, size_t *fpos, struct inrec *f)
 {
 	struct ino *in = ino_of(nx);
+	struct inrec second;
 	size_t at = pos;
 
 	*fpos = 0;
 	for (pos += to->size; nx_inotify_decode(in->buf, in->len, pos, f); pos += f->size) {
 		if (f->mask == 0 || (!f->name_len && (f->mask & IN_MOVE_SELF)))
 			continue;
-		if ((f->mask & IN_MOVED_FROM) && f->wd == to->wd && f->name_len == to->name_len &&
-		    !memcmp(f->name, to->name, f->name_len) &&
-		    (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)))
+		if (!(f->mask & IN_MOVED_FROM) || f->wd != to->wd || f->name_len != to->name_len ||
+		    memcmp(f->name, to->name, f->name_len))
+			return true;
+		/* A departure whose arrival is in the stream is a move of its
+		 * own (the name's next change), not the other half of an
+		 * exchange with an unseen place, whose arrival goes where no
+		 * watch is.  Its arrival may not be read yet: wait for it as
+		 * for any second half. */
+		if (nx_ino_find_moved_to(in, pos + f->size, f, &second))
+			return true;
+		if (held(nx, pos, drained))
+			return false;
+		/* The departure of an exchange whose arrival is to: none was
+		 * dropped before it (see dropped_arrival). */
+		if (((f->mask ^ to->mask) & IN_ISDIR) || there_after(nx, pos + f->size, to, f)) {
 			*fpos = pos;
+			take_after_to(in, pos);
+		}
 		return true;
 	}
 	/* The last record read: its departure may not be queued yet.  Wait
 	 * for it as for the second half of a move. */
 	return !held(nx, at, drained);
+}
+
+/*
+ * A departure from a name right after another departure from it not read
+ * yet is dropped too (see dropped_arrival): an exchange of a name with an
+ * unseen place, then at once with another name of the watches, leaves the
+ * second exchange's first pair without its MOVED_FROM.  The MOVED_TO r at
+ * pos, read right after a MOVED_FROM of another cookie, and followed by the
+ * reverse pair from r's name back to that MOVED_FROM's name, is such an
+ * exchange.  Returns 1 when it was (and is reported), 0 when more of the
+ * stream must be read to tell, -1 when it was not.
+ */
+static int dropped_departure(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	struct from_mark *fm = nx_ino_after_from(in, pos);
+	bool incomplete = false, to_isdir = false;
+	uint32_t rcookie = 0;
+
+	if (!fm)
+		return -1;
+	struct inrec from = { .wd = fm->wd, .mask = IN_MOVED_FROM | (r->mask & IN_ISDIR),
+			      .cookie = r->cookie, .name = fm->name, .name_len = fm->len };
+	if (!nx_ino_find_exchange(nx, pos + r->size, &from, r, &incomplete, &to_isdir, &rcookie))
+		return incomplete && !drained ? 0 : -1;
+	fm->at = UINT64_MAX;
+	struct move m = {
+		.from = nx_index_get(&in->kwatches, fm->wd), .to = nx_index_get(&in->kwatches, r->wd),
+		.fname = fm->name, .flen = fm->len, .tname = r->name, .tlen = r->name_len,
+		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
+	};
+	exchanged(nx, &m, to_isdir, rcookie);
+	return 1;
+}
+
+/* Handles the MOVED_TO at pos, whose MOVED_FROM is not in the stream (a move
+ * in from outside).  Returns false when it must wait for more of it. */
+static bool moved_to(struct notifyx *nx, size_t pos, const struct inrec *r, bool drained)
+{
+	struct ino *in = ino_of(nx);
+	int dropped = dropped_departure(nx, pos, r, drained);
+	size_t fpos;
+	struct inrec f;
+
+	if (dropped >= 0)
+		return dropped;
+	/* fpos: an exchange with a place outside the watches */
+	if (!departure_first(nx, pos, r, drained, &fpos, &f) || (fpos && !moved_from(nx, fpos, &f, drained)))
+		return false;
+	if (fpos)
+		nx_ino_consume(in, fpos);
+	struct move m = {
+		.to = nx_index_get(&in->kwatches, r->wd),
+		.tname = r->name, .tlen = r->name_len,
+		.isdir = r->mask & IN_ISDIR,
+	};
+	nx_ino_do_move(nx, &m);
+	return true;
 }
 
 /* Processes the records in buf; returns the bytes that can leave it (the
@@ -391,21 +563,7 @@ static size_t parse(struct notifyx *nx, bool drained)
 		} else if (r.mask & IN_MOVED_FROM) {
 			done = moved_from(nx, pos, &r, drained);
 		} else if (r.mask & IN_MOVED_TO) { /* no MOVED_FROM: from outside */
-			size_t fpos;
-			struct inrec f;
-			/* fpos: an exchange with a place outside the watches */
-			done = departure_first(nx, pos, &r, drained, &fpos, &f) &&
-			       (!fpos || moved_from(nx, fpos, &f, drained));
-			if (done) {
-				if (fpos)
-					nx_ino_consume(in, fpos);
-				struct move m = {
-					.to = nx_index_get(&in->kwatches, r.wd),
-					.tname = r.name, .tlen = r.name_len,
-					.isdir = r.mask & IN_ISDIR,
-				};
-				nx_ino_do_move(nx, &m);
-			}
+			done = moved_to(nx, pos, &r, drained);
 		} else {
 			nx_ino_plain_event(nx, &r);
 		}

@@ -97,6 +97,28 @@ struct ino {
 	 * sooner, never later). */
 	struct read_mark reads[256];
 	size_t nreads;
+	/* The kernel drops a record equal to the last one it holds unread
+	 * (see dropped_arrival): the stream offsets of the last MOVED_FROMs
+	 * read right after a MOVED_TO of the same name and type (a ring;
+	 * UINT64_MAX: taken), the key of the last record read when it is a
+	 * MOVED_TO (else 0), and the stream offset up to which the records
+	 * read were looked at.  A ring that overflows loses its oldest marks:
+	 * those records are then taken as they come, as before the marks. */
+	uint64_t after_to[64];
+	size_t nafter_to;
+	uint64_t last_to;
+	uint64_t scanned;
+	/* The same for departures (see dropped_departure): the last record
+	 * read when it is a MOVED_FROM, and the last MOVED_TOs read right
+	 * after a MOVED_FROM of another cookie, with that MOVED_FROM. */
+	struct from_mark {
+		uint64_t at;      /* the MOVED_TO's stream offset; UINT64_MAX: none */
+		int wd;           /* the MOVED_FROM's */
+		uint32_t mask, cookie;
+		size_t len;
+		char name[NAME_MAX + 1];
+	} last_from, after_from[32];
+	size_t nafter_from;
 	size_t len;           /* bytes in buf not processed yet */
 	size_t next;          /* where the records after the one being handled start */
 	uint64_t stream;      /* bytes read from fd so far */
@@ -187,6 +209,7 @@ bool nx_ino_within_watches(struct notifyx *nx, const struct kwatch *a, const str
 
 /* ---- inotify-hold.c: reading the kernel queue, the hold, process() ---- */
 
+struct from_mark *nx_ino_after_from(struct ino *in, size_t pos);
 int nx_ino_process(struct notifyx *nx, unsigned flags);
 void nx_ino_note_read(struct ino *in);
 

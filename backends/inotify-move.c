@@ -221,6 +221,25 @@ static int entry_state(struct notifyx *nx, const struct kwatch *kw, const char *
 	return ret;
 }
 
+/* Is the next record after pos (MOVE_SELF records aside) the MOVED_FROM of
+ * the name the MOVED_TO to arrived at, with its MOVED_TO back at fm's name
+ * (the reverse pair of an exchange whose departure fm was dropped)? */
+static bool reverse_follows(const struct ino *in, size_t pos, const struct inrec *to,
+			    const struct from_mark *fm)
+{
+	struct inrec f, t;
+
+	for (; nx_inotify_decode(in->buf, in->len, pos, &f); pos += f.size) {
+		if (!f.mask || (!f.name_len && (f.mask & IN_MOVE_SELF)))
+			continue;
+		return (f.mask & IN_MOVED_FROM) && f.wd == to->wd && f.name_len == to->name_len &&
+		       !memcmp(f.name, to->name, f.name_len) &&
+		       nx_ino_find_moved_to(in, pos + f.size, &f, &t) && t.wd == fm->wd &&
+		       t.name_len == fm->len && !memcmp(t.name, fm->name, t.name_len);
+	}
+	return false;
+}
+
 /* Two non-directories that swapped names reach inotify as a rename onto an
  * existing name and a rename back, reported as two RENAMEs (API.md).  Where
  * a watch sees only one of the names, the two readings differ for it (the
@@ -238,6 +257,10 @@ int nx_ino_there_at(struct notifyx *nx, const struct kwatch *kw, const char *nam
 
 	nx_ino_read_more(in);
 	for (; nx_inotify_decode(in->buf, in->len, pos, &n); pos += n.size) {
+		const struct from_mark *fm = (n.mask & IN_MOVED_TO) ? nx_ino_after_from(in, pos) : NULL;
+		if (fm && fm->wd == kw->kwd && fm->len == len && !memcmp(fm->name, name, len) &&
+		    reverse_follows(in, pos + n.size, &n, fm))
+			return 1; /* a departure of the name was dropped before n (see dropped_departure) */
 		if (n.wd != kw->kwd || !(n.mask & DIR_CHANGES) || n.name_len != len ||
 		    memcmp(n.name, name, len))
 			continue;

@@ -198,6 +198,100 @@ static void exchange_outside_then_inside(struct tu_fix *f, const char *base)
 }
 ON_BOTH(exchange_outside_then_inside)
 
+/* The same, then at once "site" (the directory again) moves out of the
+ * watch.  That rename takes the cookie after the second exchange's: inotify
+ * once read the name as still there after the second exchange's departure,
+ * took that departure for the other half of the first exchange, and
+ * reported the second exchange before the first one's arrival. */
+static void exchange_outside_inside_out(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(base, "out"));
+	make_entry(tu_path(base, "w/site"), 1, "old");
+	make_entry(tu_path(base, "out/site"), 0, "new");
+	make_entry(tu_path(base, "w/b"), 1, "b");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	rename_exchange(tu_path(base, "w/site"), tu_path(base, "out/site"));
+	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
+	tu_rename(tu_path(base, "w/site"), tu_path(base, "out/gone"));
+	tu_touch(tu_path(base, "w/mark"));
+	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after both exchanges and the move");
+	conf_no_error(&f->log);
+}
+ON_BOTH(exchange_outside_inside_out)
+
+/* The directory "site", made just now (not watched yet), exchanged with a
+ * directory outside every watch, then at once (before the library reads)
+ * exchanged with the file "b" of the watch.  inotify drops a record equal to
+ * the last one it holds unread: the second exchange's departure of "site"
+ * equals the first one's and is lost, so that its arrival at "b" comes
+ * alone.  Once such an arrival was taken for a move in from outside, and
+ * the first exchange for a move in and a move out. */
+static void exchange_new_outside_inside(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(base, "out"));
+	make_entry(tu_path(base, "out/site"), 1, "new");
+	make_entry(tu_path(base, "w/b"), 0, "b");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	tu_mkdir(tu_path(base, "w/site"));
+	rename_exchange(tu_path(base, "out/site"), tu_path(base, "w/site"));
+	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
+	tu_touch(tu_path(base, "w/mark"));
+	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after both exchanges");
+	conf_no_error(&f->log);
+}
+ON_BOTH(exchange_new_outside_inside)
+
+/* A directory moved in from outside and at once out again, then the
+ * directory "b" exchanged with one outside, before the library reads.  The
+ * move out and the exchange's arrival look like the start of the case
+ * above; but the exchange's departure does not lead back to the name moved
+ * out: nothing was dropped, and the move in and out are not an exchange. */
+static void move_in_out_then_exchange(struct tu_fix *f, const char *base)
+{
+	const char *w = tu_path(base, "w");
+	int list;
+	size_t from;
+
+	tu_mkdir(w);
+	tu_mkdir(tu_path(base, "out"));
+	make_entry(tu_path(base, "out/site"), 1, "in");
+	make_entry(tu_path(base, "out/other"), 1, "new");
+	make_entry(tu_path(base, "w/b"), 1, "b");
+	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, list);
+	tu_settle(&f->log);
+	from = f->log.n;
+	tu_rename(tu_path(base, "out/site"), tu_path(base, "w/site"));
+	tu_rename(tu_path(base, "w/site"), tu_path(base, "out/gone"));
+	rename_exchange(tu_path(base, "out/other"), tu_path(base, "w/b"));
+	tu_touch(tu_path(base, "w/mark"));
+	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after the moves and the exchange");
+	conf_no_error(&f->log);
+}
+ON_BOTH(move_in_out_then_exchange)
+
 /* ---- exchanges inside one watch --------------------------------------------- */
 
 /* Two directories (with contents) exchanged inside one recursive watch, with
@@ -421,6 +515,9 @@ int conf_exchange_run(void)
 		TEST_BOTH(exchange_outside_dirs),
 		TEST_BOTH(exchange_outside_dir_file),
 		TEST_BOTH(exchange_outside_then_inside),
+		TEST_BOTH(exchange_outside_inside_out),
+		TEST_BOTH(exchange_new_outside_inside),
+		TEST_BOTH(move_in_out_then_exchange),
 		TEST_BOTH(exchange_two_dirs),
 		TEST_BOTH(exchange_two_dirs_alone),
 		TEST_BOTH(exchange_burst),

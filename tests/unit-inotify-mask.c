@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -635,6 +636,74 @@ static void test_feed_hold(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Reads events until n have come or a second has passed; returns how many. */
+static int read_until(struct notifyx *nx, struct notifyx_event *ev, char (*path)[64], int n)
+{
+	long long t0 = us_now();
+	int got = 0;
+
+	while (got < n && us_now() - t0 < 1000000) {
+		got += read_events(nx, ev + got, path + got, 256 - got);
+		usleep(2000);
+	}
+	usleep(20000); /* nothing more comes */
+	return got + read_events(nx, ev + got, path + got, 256 - got);
+}
+
+/* The kernel drops a record equal (watch, mask, name, whatever the cookie)
+ * to the last one it holds unread: "mv s n; exchange OUTSIDE n" read at once
+ * leaves MOVED_FROM s, MOVED_TO n, and the exchange's MOVED_FROM n alone (its
+ * MOVED_TO n was dropped).  n is still there: the rename, then the exchange's
+ * departure and arrival.  Without n on disk it was a move away: no arrival. */
+static void test_feed_dropped_arrival(void **state)
+{
+	char dir[] = "/tmp/unit-inotify-XXXXXX";
+	struct notifyx *nx = open_inotify();
+	static char tmp[256], path[256][64];
+	static struct notifyx_event ev[256];
+	char file[sizeof(dir) + 2];
+	size_t len;
+	int n, fd;
+
+	(void)state;
+	if (!nx)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/n", dir);
+	assert_true((fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0);
+	close(fd);
+	assert_true(notifyx_add_watch(nx, dir, NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN |
+				      NOTIFYX_RENAME | NOTIFYX_CREATE, 0) > 0);
+	int kwd = nx_inotify_kwd(nx, 0);
+
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 20, "s", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_TO, 20, "n", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_FROM, 22, "n", 1, 8);
+	feed_all(nx, tmp, len);
+	n = read_until(nx, ev, path, 3);
+	assert_int_equal(n, 3);
+	assert_int_equal(ev[0].mask, NOTIFYX_RENAME);
+	assert_string_equal(path[0], "n");
+	assert_int_equal(ev[1].mask, NOTIFYX_MOVED_OUT);
+	assert_string_equal(path[1], "n");
+	assert_int_equal(ev[2].mask, NOTIFYX_MOVED_IN);
+	assert_string_equal(path[2], "n");
+	assert_int_equal(ev[2].cookie, 0);
+
+	assert_int_equal(unlink(file), 0);
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 30, "s", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_TO, 30, "n", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_FROM, 31, "n", 1, 8);
+	feed_all(nx, tmp, len);
+	n = read_until(nx, ev, path, 2);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].mask, NOTIFYX_RENAME);
+	assert_int_equal(ev[1].mask, NOTIFYX_MOVED_OUT);
+
+	assert_int_equal(notifyx_close(nx), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Holds overlap, each counted from its own read: lone first halves from 50
  * directories read at once, and an event read 5 ms later, all come together
  * once 10 ms have passed since the first read (one wait, not 50). */
@@ -700,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_feed_malformed),
 		cmocka_unit_test(test_feed_empty_name),
 		cmocka_unit_test(test_feed_hold),
+		cmocka_unit_test(test_feed_dropped_arrival),
 		cmocka_unit_test(test_feed_hold_overlap),
 	};
 
