@@ -267,16 +267,19 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 	rel[len] = '\0';
 	if (stat_entry(w, rel, len, &a) < 0 || (S_ISDIR(a.mode) != isdir))
 		unknown(&a, dir, isdir);
-	if ((n = nx_snap_find(dir, name, nlen))) {
+	/* New, mostly (a listing into a new model): one search of dir. */
+	if (!(n = nx_snap_add(dir, name, nlen, &a))) {
+		if (errno != EEXIST || !(n = nx_snap_find(dir, name, nlen)))
+			return NULL;
 		if (nx_snode_isdir(n) == isdir) {
 			n->a = a; /* the same type: what the copy holds below it stays */
 			return n;
 		}
 		rs->list_dir = NULL;
 		nx_snap_remove(n);
+		if (!(n = nx_snap_add(dir, name, nlen, &a)))
+			return NULL;
 	}
-	if (!(n = nx_snap_add(dir, name, nlen, &a)))
-		return NULL;
 	/* A directory that moved in without LIST brought entries the
 	 * application was not told of, as a scan would see them: read them. */
 	if (isdir && recursive && moved_in && !(w->flags & NOTIFYX_WATCH_LIST) &&
