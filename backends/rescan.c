@@ -193,17 +193,26 @@ static void unknown(struct nx_sattr *a, const struct nx_snode *dir, bool isdir)
 static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *path, size_t len,
 			    bool isdir, bool moved_in);
 
-/* Stats the entry at rel (path_len long, NUL-terminated, in a buffer of
- * PATH_MAX). */
-static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr *a)
+/* Where the last component of a path of len bytes begins: 0 at the root,
+ * else past its last slash (the directory's path is the first nameoff - 1
+ * bytes).  Found once for each entry the model takes. */
+static size_t name_offset(const char *path, size_t len)
+{
+	const char *slash = memrchr(path, '/', len);
+
+	return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+/* Stats the entry at rel (NUL-terminated, in a buffer of PATH_MAX), whose
+ * name begins at nameoff. */
+static int stat_entry(struct nx_watch *w, char *rel, size_t nameoff, struct nx_sattr *a)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *slash = memrchr(rel, '/', len);
-	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+	size_t dlen = nameoff ? nameoff - 1 : 0;
 
 	if (rs->list_fd >= 0 && dlen == rs->list_len) /* an entry the walk lists */
-		return nx_snap_stat(rs->list_fd, slash ? slash + 1 : rel, a);
-	if (!w->staging || !slash) { /* not a listing: events are few */
+		return nx_snap_stat(rs->list_fd, rel + nameoff, a);
+	if (!w->staging || !nameoff) { /* not a listing: events are few */
 		if (rs->dirfd >= 0)
 			close(rs->dirfd);
 		rs->dirfd = -1;
@@ -223,20 +232,20 @@ static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr
 	return nx_snap_stat(rs->dirfd, rel + dlen + 1, a);
 }
 
-/* The directory that holds path's last component, made (as the events of
- * a tree made it) when missing; NULL when it cannot be. */
+/* The directory that holds path's last component (which begins at nameoff),
+ * made (as the events of a tree made it) when missing; NULL when it cannot
+ * be. */
 static struct nx_snode *parent_of(struct notifyx *nx, struct nx_watch *w, const char *path,
-				  size_t len)
+				  size_t nameoff)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *slash = memrchr(path, '/', len);
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	size_t dlen = nameoff ? nameoff - 1 : 0;
 	bool listed = rs->list_fd >= 0 && dlen == rs->list_len;
 	struct nx_snode *dir, *n;
 	const char *name;
 	size_t nlen;
 
-	if (!slash)
+	if (!nameoff)
 		return rs->model;
 	if (listed && rs->list_dir)
 		return rs->list_dir;
@@ -254,10 +263,10 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 {
 	struct nx_rescan *rs = w->rescan;
 	bool recursive = w->flags & NOTIFYX_WATCH_RECURSIVE;
-	struct nx_snode *dir = parent_of(nx, w, path, len), *n;
-	const char *slash = memrchr(path, '/', len);
-	const char *name = slash ? slash + 1 : path;
-	size_t nlen = len - (size_t)(name - path);
+	size_t nameoff = name_offset(path, len);
+	struct nx_snode *dir = parent_of(nx, w, path, nameoff), *n;
+	const char *name = path + nameoff;
+	size_t nlen = len - nameoff;
 	struct nx_sattr a;
 	char rel[PATH_MAX];
 
@@ -265,7 +274,7 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 		return NULL;
 	memcpy(rel, path, len);
 	rel[len] = '\0';
-	if (stat_entry(w, rel, len, &a) < 0 || (S_ISDIR(a.mode) != isdir))
+	if (stat_entry(w, rel, nameoff, &a) < 0 || (S_ISDIR(a.mode) != isdir))
 		unknown(&a, dir, isdir);
 	/* New, mostly (a listing into a new model): one search of dir. */
 	if (!(n = nx_snap_add(dir, name, nlen, &a))) {
