@@ -52,6 +52,7 @@ struct nx_rescan {
 	int list_fd;
 	size_t list_len;
 	struct nx_snode *list_dir;
+	int64_t list_ctime; /* of the entry the model took last, INT64_MAX: not stat'ed */
 };
 
 struct read_ctx {
@@ -113,6 +114,7 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
 	w->rescan = rs;
 	rs->dirfd = -1;
 	rs->list_fd = -1;
+	rs->list_ctime = INT64_MAX;
 	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (rs->rootfd < 0 || !(rs->model = new_root(rs))) {
@@ -148,6 +150,11 @@ void nx_rescan_listing(struct nx_watch *w, int fd, size_t rel_len)
 	rs->list_fd = fd;
 	rs->list_len = rel_len;
 	rs->list_dir = NULL;
+}
+
+bool nx_rescan_listed_before(const struct nx_watch *w, int64_t t)
+{
+	return w->rescan && w->rescan->list_ctime < t;
 }
 
 /* ---- the model follows the events ---- */
@@ -270,12 +277,15 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 	struct nx_sattr a;
 	char rel[PATH_MAX];
 
+	rs->list_ctime = INT64_MAX; /* (parent_of may have set it for the directory) */
 	if (!dir || len >= sizeof(rel))
 		return NULL;
 	memcpy(rel, path, len);
 	rel[len] = '\0';
 	if (stat_entry(w, rel, nameoff, &a) < 0 || (S_ISDIR(a.mode) != isdir))
 		unknown(&a, dir, isdir);
+	else
+		rs->list_ctime = a.ctime;
 	/* New, mostly (a listing into a new model): one search of dir. */
 	if (!(n = nx_snap_add(dir, name, nlen, &a))) {
 		if (errno != EEXIST || !(n = nx_snap_find(dir, name, nlen)))
