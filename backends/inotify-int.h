@@ -74,6 +74,7 @@ struct ino {
 	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	bool block_all;       /* this pass: every later record waits */
 	bool repairing;       /* in ino_repair(): no watch ends (see check_root) */
+	int64_t repair_from;  /* in ino_repair(): its walk's made_from (see struct nx_kt_walk) */
 	bool recheck;         /* a repair found a root gone: check the roots when dry */
 	uint64_t hold_until;  /* the earliest end of the holds of the last pass */
 	/* This pass over buf: the watches whose later events wait behind a

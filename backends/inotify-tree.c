@@ -699,6 +699,7 @@ int nx_ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 	struct ino *in = ino_of(nx);
 	struct nx_kt_walk wk = { .nx = nx, .report = report, .fatal = fatal,
 				 .reported = &in->suppress[0], .reported_kind = SUP_CREATE,
+				 .made_from = in->repairing ? in->repair_from : 0,
 				 .scratch = in->path[1], .enter = enter, .listed = listed,
 				 .bury = nx_ino_bury };
 

@@ -34,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inotify-int.h"
@@ -558,12 +559,15 @@ static void keep_node(void *ctx, struct nx_node *n)
  * again with a large tree.  The records queued before the new table are not
  * w's any more (stale()): the tree is read after them.
  */
+#define REPAIR_SLACK_S 5
+
 static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 {
 	struct ino *in = ino_of(nx);
 	struct iwatch *iw = iw_of(w);
 	struct kept k = { 0 };
 	struct nx_node *root;
+	struct timespec ts;
 	int queued = 0, ret, err;
 
 	/* Otherwise one kernel watch on the root: it loses nothing. */
@@ -571,6 +575,15 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 		return 0;
 	if (!(root = nx_node_new_root(w)))
 		return -1;
+	/* An entry whose inode has not changed since before the records that
+	 * stale() drops (read on the clock first) was neither made nor linked
+	 * after them: no IN_CREATE of it can follow the listing, which needs
+	 * not count it.  The slack covers the coarse clock of timestamps and
+	 * filesystems that keep seconds, or two; one behind by more (a server
+	 * whose clock is late) costs a duplicate CREATE of an entry made
+	 * during the repair, as failing to count does. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	in->repair_from = ((int64_t)ts.tv_sec - REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
 	ioctl(in->fd, FIONREAD, &queued);
 	iw->since = in->stream + (uint64_t)queued;
 	nx_node_foreach(w->root, keep_node, &(struct keeping){ in, &k });

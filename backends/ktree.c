@@ -117,7 +117,8 @@ int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type
 		nx_emit(l->nx, w, NOTIFYX_CREATE,
 			NOTIFYX_EVENT_SYNTHETIC | (type == DT_DIR ? NOTIFYX_EVENT_ISDIR : 0), 0, 0,
 			l->scratch, clen, NULL, 0);
-		nx_kt_count(l->reported, nx_kt_key(l->dir, name, len, l->reported_kind), 1);
+		if (!l->made_from || !nx_rescan_listed_before(w, l->made_from))
+			nx_kt_count(l->reported, nx_kt_key(l->dir, name, len, l->reported_kind), 1);
 	}
 	if (type == DT_DIR && (l->all_subdirs || (w->flags & NOTIFYX_WATCH_RECURSIVE))) {
 		if (l->sub_len + len + 1 > l->sub_cap) {
@@ -194,7 +195,7 @@ int nx_kt_walk(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *na
 	struct nx_kt_list l = { .nx = nx, .dir = n, .rel = rel, .rel_len = rel_len,
 				.scratch = wk->scratch, .report = wk->report,
 				.reported = wk->reported, .reported_kind = wk->reported_kind,
-				.all_subdirs = wk->shallow != NULL };
+				.made_from = wk->made_from, .all_subdirs = wk->shallow != NULL };
 	unsigned calls = 0;
 	int fd, err, ret;
 

@@ -65,6 +65,7 @@ struct nx_kt_list {
 	bool report;          /* report entries as SYNTHETIC CREATEs... */
 	struct nx_map *reported; /* ...counted here, key (dir, name, reported_kind) */
 	int reported_kind;
+	int64_t made_from;    /* see struct nx_kt_walk */
 	bool all_subdirs;     /* name subdirectories even when not recursive */
 	bool too_long;        /* out: an entry's path relative to the root did not fit */
 	char *subdirs;        /* out: names of subdirectories, NUL-separated (free it) */
@@ -93,6 +94,11 @@ struct nx_kt_walk {
 	bool fatal;
 	struct nx_map *reported; /* where the CREATEs reported are counted */
 	int reported_kind;
+	/* Nonzero: the backend drops every record queued before this time
+	 * (ns since the epoch; a RESCAN repair's): an entry that the model
+	 * found unchanged since before it (nx_rescan_listed_before) had its
+	 * CREATE, if any, queued before, and is not counted. */
+	int64_t made_from;
 	char *scratch;        /* PATH_MAX bytes */
 	/* Opens directory node n (name, relative to pfd; by its path rel
 	 * below the root when pfd is -1) and watches or marks it.  Returns

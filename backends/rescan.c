@@ -52,6 +52,7 @@ struct nx_rescan {
 	int list_fd;
 	size_t list_len;
 	struct nx_snode *list_dir;
+	int64_t list_ctime; /* of the entry the model took last, INT64_MAX: not stat'ed */
 };
 
 struct read_ctx {
@@ -113,6 +114,7 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w)
 	w->rescan = rs;
 	rs->dirfd = -1;
 	rs->list_fd = -1;
+	rs->list_ctime = INT64_MAX;
 	rs->rootfd = open(w->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC |
 				      (w->flags & NOTIFYX_WATCH_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (rs->rootfd < 0 || !(rs->model = new_root(rs))) {
@@ -148,6 +150,11 @@ void nx_rescan_listing(struct nx_watch *w, int fd, size_t rel_len)
 	rs->list_fd = fd;
 	rs->list_len = rel_len;
 	rs->list_dir = NULL;
+}
+
+bool nx_rescan_listed_before(const struct nx_watch *w, int64_t t)
+{
+	return w->rescan && w->rescan->list_ctime < t;
 }
 
 /* ---- the model follows the events ---- */
@@ -193,17 +200,26 @@ static void unknown(struct nx_sattr *a, const struct nx_snode *dir, bool isdir)
 static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *path, size_t len,
 			    bool isdir, bool moved_in);
 
-/* Stats the entry at rel (path_len long, NUL-terminated, in a buffer of
- * PATH_MAX). */
-static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr *a)
+/* Where the last component of a path of len bytes begins: 0 at the root,
+ * else past its last slash (the directory's path is the first nameoff - 1
+ * bytes).  Found once for each entry the model takes. */
+static size_t name_offset(const char *path, size_t len)
+{
+	const char *slash = memrchr(path, '/', len);
+
+	return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+/* Stats the entry at rel (NUL-terminated, in a buffer of PATH_MAX), whose
+ * name begins at nameoff. */
+static int stat_entry(struct nx_watch *w, char *rel, size_t nameoff, struct nx_sattr *a)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *slash = memrchr(rel, '/', len);
-	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+	size_t dlen = nameoff ? nameoff - 1 : 0;
 
 	if (rs->list_fd >= 0 && dlen == rs->list_len) /* an entry the walk lists */
-		return nx_snap_stat(rs->list_fd, slash ? slash + 1 : rel, a);
-	if (!w->staging || !slash) { /* not a listing: events are few */
+		return nx_snap_stat(rs->list_fd, rel + nameoff, a);
+	if (!w->staging || !nameoff) { /* not a listing: events are few */
 		if (rs->dirfd >= 0)
 			close(rs->dirfd);
 		rs->dirfd = -1;
@@ -223,20 +239,20 @@ static int stat_entry(struct nx_watch *w, char *rel, size_t len, struct nx_sattr
 	return nx_snap_stat(rs->dirfd, rel + dlen + 1, a);
 }
 
-/* The directory that holds path's last component, made (as the events of
- * a tree made it) when missing; NULL when it cannot be. */
+/* The directory that holds path's last component (which begins at nameoff),
+ * made (as the events of a tree made it) when missing; NULL when it cannot
+ * be. */
 static struct nx_snode *parent_of(struct notifyx *nx, struct nx_watch *w, const char *path,
-				  size_t len)
+				  size_t nameoff)
 {
 	struct nx_rescan *rs = w->rescan;
-	const char *slash = memrchr(path, '/', len);
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	size_t dlen = nameoff ? nameoff - 1 : 0;
 	bool listed = rs->list_fd >= 0 && dlen == rs->list_len;
 	struct nx_snode *dir, *n;
 	const char *name;
 	size_t nlen;
 
-	if (!slash)
+	if (!nameoff)
 		return rs->model;
 	if (listed && rs->list_dir)
 		return rs->list_dir;
@@ -254,29 +270,35 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 {
 	struct nx_rescan *rs = w->rescan;
 	bool recursive = w->flags & NOTIFYX_WATCH_RECURSIVE;
-	struct nx_snode *dir = parent_of(nx, w, path, len), *n;
-	const char *slash = memrchr(path, '/', len);
-	const char *name = slash ? slash + 1 : path;
-	size_t nlen = len - (size_t)(name - path);
+	size_t nameoff = name_offset(path, len);
+	struct nx_snode *dir = parent_of(nx, w, path, nameoff), *n;
+	const char *name = path + nameoff;
+	size_t nlen = len - nameoff;
 	struct nx_sattr a;
 	char rel[PATH_MAX];
 
+	rs->list_ctime = INT64_MAX; /* (parent_of may have set it for the directory) */
 	if (!dir || len >= sizeof(rel))
 		return NULL;
 	memcpy(rel, path, len);
 	rel[len] = '\0';
-	if (stat_entry(w, rel, len, &a) < 0 || (S_ISDIR(a.mode) != isdir))
+	if (stat_entry(w, rel, nameoff, &a) < 0 || (S_ISDIR(a.mode) != isdir))
 		unknown(&a, dir, isdir);
-	if ((n = nx_snap_find(dir, name, nlen))) {
+	else
+		rs->list_ctime = a.ctime;
+	/* New, mostly (a listing into a new model): one search of dir. */
+	if (!(n = nx_snap_add(dir, name, nlen, &a))) {
+		if (errno != EEXIST || !(n = nx_snap_find(dir, name, nlen)))
+			return NULL;
 		if (nx_snode_isdir(n) == isdir) {
 			n->a = a; /* the same type: what the copy holds below it stays */
 			return n;
 		}
 		rs->list_dir = NULL;
 		nx_snap_remove(n);
+		if (!(n = nx_snap_add(dir, name, nlen, &a)))
+			return NULL;
 	}
-	if (!(n = nx_snap_add(dir, name, nlen, &a)))
-		return NULL;
 	/* A directory that moved in without LIST brought entries the
 	 * application was not told of, as a scan would see them: read them. */
 	if (isdir && recursive && moved_in && !(w->flags & NOTIFYX_WATCH_LIST) &&

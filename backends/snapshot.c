@@ -110,9 +110,20 @@ int nx_snode_reserve(struct nx_snode *dir, uint32_t more)
 /* Puts n into dir at its sorted place; the name must be free. */
 int nx_snode_insert(struct nx_snode *dir, struct nx_snode *n)
 {
-	bool found;
-	uint32_t i = kid_pos(dir, n->name, n->name_len, &found);
+	const struct nx_snode *first = dir->nkids ? dir->kids[0] : NULL;
+	const struct nx_snode *last = dir->nkids ? dir->kids[dir->nkids - 1] : NULL;
+	bool found = false;
+	uint32_t i;
 
+	/* Past either end: where a listing in name order, or in its reverse,
+	 * puts each entry (tmpfs lists the newest first, and names made in a
+	 * row are often in order), found with a comparison or two. */
+	if (!last || nx_snode_cmp_name(last->name, last->name_len, n->name, n->name_len) < 0)
+		i = dir->nkids;
+	else if (nx_snode_cmp_name(n->name, n->name_len, first->name, first->name_len) < 0)
+		i = 0;
+	else
+		i = kid_pos(dir, n->name, n->name_len, &found);
 	if (found) {
 		errno = EEXIST;
 		return -1;
@@ -257,6 +268,14 @@ struct reader {
 	size_t path_len;
 };
 
+/* What a snapshot compares, and nothing more: the type and identity (inode,
+ * device, birth time; the change time lets an unchanged entry keep its
+ * generation), what MODIFY and ATTRIB are told from (size, mtime, mode,
+ * owner).  No link count, access time or blocks: a filesystem that has to
+ * work for a field (a network one) is spared it. */
+#define SNAP_STATX (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | \
+		    STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_BTIME)
+
 static int64_t ns(const struct statx_timestamp *t)
 {
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
@@ -272,7 +291,6 @@ static void fill(struct nx_sattr *a, const struct statx *sx)
 	a->mode = sx->stx_mode;
 	a->uid = sx->stx_uid;
 	a->gid = sx->stx_gid;
-	a->nlink = sx->stx_nlink;
 	a->has_id2 = sx->stx_mask & STATX_BTIME;
 	a->id2 = a->has_id2 ? (uint64_t)ns(&sx->stx_btime) : 0;
 }
@@ -316,8 +334,11 @@ int nx_snap_stat(int dirfd, const char *path, struct nx_sattr *a)
 {
 	struct statx sx;
 
-	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+	/* Synchronised as stat(2) is (not AT_STATX_DONT_SYNC): a network
+	 * filesystem answers from its attribute cache while that is fresh
+	 * anyway, and a model older than that could miss a change that the
+	 * poll backend's scan, which shares it, saw. */
+	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, SNAP_STATX, &sx) < 0)
 		return -1;
 	fill(a, &sx);
 	if (!a->has_id2)
@@ -373,8 +394,7 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 			return 0;
 	}
 	rd->r->syscalls++;
-	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &sx) < 0) {
+	if (statx(rd->dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, SNAP_STATX, &sx) < 0) {
 		if (errno == ENOMEM)
 			return -1;
 		if (errno != ENOENT)
@@ -558,8 +578,7 @@ static struct nx_snode *read_root(int fd, struct nx_sread *r)
 	struct statx sx;
 
 	r->syscalls++;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
-		  &sx) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, SNAP_STATX, &sx) < 0)
 		return NULL;
 	if (!(root = nx_snode_new("", 0)))
 		return NULL;

@@ -28,7 +28,7 @@ struct nx_sattr {
 	int64_t mtime;   /* ns */
 	int64_t ctime;   /* ns */
 	uint32_t mode;   /* with the type bits */
-	uint32_t uid, gid, nlink;
+	uint32_t uid, gid;
 	bool has_id2;
 };
 

@@ -347,6 +347,10 @@ void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint
  * the listing is over), whose path below w's root is rel_len bytes long:
  * the model stats the entries it reports through fd, not by path. */
 void nx_rescan_listing(struct nx_watch *w, int fd, size_t rel_len);
+/* True when the entry that a listing of w's has just reported (through
+ * nx_emit) was stat'ed by the model, and its inode last changed (ctime, ns
+ * since the epoch) before t: it was neither made nor linked there since. */
+bool nx_rescan_listed_before(const struct nx_watch *w, int64_t t);
 /* Repairs every watch that lost events (outside the backend's process). */
 void nx_rescan_run(struct notifyx *nx);
 void nx_rescan_free(struct nx_watch *w);

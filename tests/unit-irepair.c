@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -617,6 +619,82 @@ static void test_rescan_churn(void **state)
 		churn_run(seed, ops ? atoi(ops) : 3000);
 }
 
+/* ---- an entry made while a repair begins ---- */
+
+/* The library's ioctl, interposed (it is linked into this program): while
+ * late_left, each FIONREAD the library makes is followed at once by a new
+ * file in late_dir, as another program could make it.  The repair's own
+ * FIONREAD (ino_repair) is one of them: its file is in the repair's listing,
+ * and its IN_CREATE comes after the records that the repair drops. */
+static int late_left, late_made;
+static char late_dir[PATH_MAX];
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	long ret;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	ret = syscall(SYS_ioctl, fd, req, arg);
+	if (req == FIONREAD && late_left > 0) {
+		char path[PATH_MAX + 32];
+		int err = errno, f;
+
+		late_left--;
+		snprintf(path, sizeof(path), "%s/late%d", late_dir, late_made++);
+		if ((f = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) >= 0)
+			close(f);
+		errno = err;
+	}
+	return (int)ret;
+}
+
+/* Each file made as a repair begins is reported once: by the repair's
+ * listing or by its IN_CREATE, never by both (API.md: exactly once). */
+static void test_repair_made_meanwhile(void **state)
+{
+	struct notifyx_config c = { .size = sizeof(c), .backend = NOTIFYX_BACKEND_INOTIFY,
+				    .flags = NOTIFYX_NONBLOCK, .queue_max = 4 };
+	char root[128];
+	struct notifyx *nx;
+	int wd;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/t", top);
+	unit_sh("mkdir -p %s/d", root);
+	assert_non_null(nx = notifyx_open(&c));
+	wd = notifyx_add_watch(nx, root, NOTIFYX_CREATE | NOTIFYX_DELETE,
+			       NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_RESCAN);
+	assert_true(wd >= 0);
+	drain(nx);
+	unit_sh("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do : > %s/d/f$i; done", root);
+	snprintf(late_dir, sizeof(late_dir), "%s/d", root);
+	late_made = 0;
+	late_left = 8;
+	drain(nx);
+	late_left = 0;
+	assert_true(find_got("%d overflow ", wd) >= 0);
+	assert_true(find_got("%d sync ", wd) >= 0);
+	assert_true(late_made > 0);
+	for (int k = 0; k < late_made; k++) {
+		char want[64];
+		int n = 0;
+
+		snprintf(want, sizeof(want), "%d create d/late%d", wd, k);
+		for (size_t i = 0; i < ngot; i++)
+			n += !strcmp(got[i], want);
+		if (n != 1) {
+			print_message("%s: %d times\n", want, n);
+			print_got();
+		}
+		assert_int_equal(n, 1);
+	}
+	assert_int_equal(notifyx_close(nx), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +702,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_repair_root_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_flat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescan_churn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repair_made_meanwhile, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

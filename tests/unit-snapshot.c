@@ -451,6 +451,49 @@ static void copy_is_the_same_tree(void **state)
 				   1), "0:modify a/f");
 }
 
+/* Entries added in name order, in its reverse (as tmpfs lists), and in
+ * neither, end sorted with each name once: an insert past either end of a
+ * directory's names skips the search, and a name already there at either
+ * end is refused all the same. */
+static void insert_any_order(void **state)
+{
+	static const char *const orders[] = { "a b c d e f", "f e d c b a", "c a f b e d",
+					      "b d a f c e" };
+	struct nx_sattr ra = { .ino = 1, .dev = 1, .mode = S_IFDIR | 0755 };
+	struct nx_sattr a = { .dev = 1, .mode = S_IFREG | 0644 };
+
+	(void)state;
+	for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+		struct nx_snode *root = nx_snap_add(NULL, "", 0, &ra);
+		const char *p;
+
+		assert_non_null(root);
+		for (p = orders[o]; *p; p += p[1] ? 2 : 1) {
+			a.ino++;
+			assert_non_null(nx_snap_add(root, p, 1, &a));
+		}
+		assert_int_equal(root->nkids, 6);
+		for (uint32_t i = 0; i < root->nkids; i++) {
+			assert_int_equal(root->kids[i]->name_len, 1);
+			assert_int_equal(root->kids[i]->name[0], 'a' + (int)i);
+			assert_ptr_equal(nx_snap_find(root, root->kids[i]->name, 1), root->kids[i]);
+		}
+		/* The first, the last and a middle name again, and names
+		 * longer than an end's (the shorter first on a tie). */
+		for (p = "afc"; *p; p++) {
+			errno = 0;
+			assert_null(nx_snap_add(root, p, 1, &a));
+			assert_int_equal(errno, EEXIST);
+		}
+		assert_non_null(nx_snap_add(root, "ff", 2, &a));
+		assert_non_null(nx_snap_add(root, "a0", 2, &a));
+		assert_int_equal(root->nkids, 8);
+		assert_string_equal(root->kids[1]->name, "a0");
+		assert_string_equal(root->kids[7]->name, "ff");
+		nx_snap_free(root);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +512,7 @@ int main(void)
 		cmocka_unit_test(remount_is_overflow),
 		cmocka_unit_test(relist_marked_only),
 		cmocka_unit_test(copy_is_the_same_tree),
+		cmocka_unit_test(insert_any_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
