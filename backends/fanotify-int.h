@@ -178,6 +178,7 @@ int nx_fan_open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *i
 struct kobj *nx_fan_kobj_get(struct notifyx *nx, const struct fanid *id);
 void nx_fan_fs_unmark(struct notifyx *nx, struct fwatch *fw);
 int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd);
+bool nx_fan_fs_above(struct notifyx *nx, const struct nx_node *n, const struct fanid *id);
 struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, const char *name,
 				  size_t len, const struct fanid *id);
 
