@@ -414,7 +414,8 @@ ON_BOTH(exchange_two_files)
 
 /* ---- moves read after a listing that is ahead of them ----------------------- */
 
-enum ahead { AHEAD_ARRIVAL, AHEAD_CROSSED, AHEAD_HALF, AHEAD_MOVED_ON, AHEAD_CREATED };
+enum ahead { AHEAD_ARRIVAL, AHEAD_CROSSED, AHEAD_HALF, AHEAD_MOVED_ON, AHEAD_CREATED,
+	     AHEAD_INTO };
 
 /* Is path a proper ancestor of p? */
 static int below(const char *path, const char *p)
@@ -443,7 +444,11 @@ static int below(const char *path, const char *p)
  *  - CREATED: "p" moves in, p/in2/x is made, moves up to p/x, and p/in2
  *    moves into it (the listing has x above the directory it was made in):
  *    the CREATE of x is not reported under p/x/in2 (fanotify's filesystem
- *    marks took the listing's node of x, with p/x/in2 below it, away).
+ *    marks took the listing's node of x, with p/x/in2 below it, away);
+ *  - INTO: "p" moves in, then into the watch's directory "e" as e/p2, out
+ *    of it again as "p3", and "e" moves into it (the listing has e below
+ *    p): the move of p into e is not reported with a path below the other,
+ *    and p's old name leaves the mirror.
  * No RENAME has a path below the other, and the mirror (LIST) equals the
  * tree. */
 static void listing_ahead(struct tu_fix *f, const char *base, enum ahead how)
@@ -487,6 +492,12 @@ static void listing_ahead(struct tu_fix *f, const char *base, enum ahead how)
 		rename_exchange(tu_path(w, "e"), tu_path(w, "p/s"));
 		tu_rename(tu_path(w, "p/s"), tu_path(w, "e2"));
 		break;
+	case AHEAD_INTO:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		tu_rename(tu_path(w, "p"), tu_path(w, "e/p2"));
+		tu_rename(tu_path(w, "e/p2"), tu_path(w, "p3"));
+		tu_rename(tu_path(w, "e"), tu_path(w, "p3/e"));
+		break;
 	case AHEAD_CREATED:
 		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
 		make_entry(tu_path(w, "p/in2/x"), 1, "x");
@@ -517,6 +528,7 @@ ON_BOTH_WITH(ahead_crossed, listing_ahead, AHEAD_CROSSED)
 ON_BOTH_WITH(ahead_half, listing_ahead, AHEAD_HALF)
 ON_BOTH_WITH(ahead_moved_on, listing_ahead, AHEAD_MOVED_ON)
 ON_BOTH_WITH(ahead_created, listing_ahead, AHEAD_CREATED)
+ON_BOTH_WITH(ahead_into, listing_ahead, AHEAD_INTO)
 
 int conf_exchange_run(void)
 {
@@ -537,6 +549,7 @@ int conf_exchange_run(void)
 		TEST_BOTH(ahead_half),
 		TEST_BOTH(ahead_moved_on),
 		TEST_BOTH(ahead_created),
+		TEST_BOTH(ahead_into),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
