@@ -43,7 +43,11 @@ struct move {
  * directory at one end may have been listed, with the move done, only
  * after it happened (inotify reports nothing to a watch added later).  By
  * identity: an arrival is done when the table has the object moved there
- * already, a departure when it has another directory where it left.
+ * already (with filesystem marks, or at a third place a listing put it:
+ * overtaken), a departure when it has another directory where it left.
+ * Filesystem marks list a new watch's tree, and directories arriving, with
+ * the records of the moves made meanwhile queued behind: the same rules
+ * keep those moves from listing a directory twice.
  */
 
 static const struct kobj *move_from(const struct fan *fa, const struct move *m)
