@@ -37,6 +37,9 @@ struct kobj {
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
 	uint64_t listed_at;   /* the epoch of its last listing by nx_fan_walk() */
+	bool arrived;         /* that listing was of a directory that arrived, not a
+				 watch's first walk (whose records come after it, those
+				 queued while it walked aside) */
 	nx_subs subs;         /* nodes of this inode */
 	bool isdir;
 	size_t idlen;

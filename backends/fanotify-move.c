@@ -147,6 +147,14 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	return !nx_excluded(nx, nx_node_watch(n), fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
 }
 
+/* With filesystem marks: n was listed when it arrived (see dir_unknown_at). */
+static bool arrived_fs(const struct nx_node *n)
+{
+	const struct kobj *k = n->kref;
+
+	return k && k->arrived && nx_fan_fs_mode(nx_node_watch(n));
+}
+
 /*
  * With filesystem marks, moves that cannot have happened as the table has
  * their ends (a directory is never moved below itself), made so by listings
@@ -197,13 +205,13 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
 					    arrival_done(nx, a, m->fname, m->flen, m->tfid, m, true)))
 				return true;
-			/* (With filesystem marks, an exchange's file too: the
-			 * exchange needs both entries in the copy, and a file
-			 * may have moved on before the listing.) */
-			bool fs = nx_fan_fs_mode(nx_node_watch(a));
-			if (((m->isdir || (m->exchange && fs)) &&
+			/* (With filesystem marks, an exchange's file too, in a
+			 * directory listed when it arrived: the exchange needs
+			 * both entries in the copy, and a file may have moved on
+			 * before the listing.) */
+			if (((m->isdir || (m->exchange && arrived_fs(a))) &&
 			     dir_unknown_at(nx, a, m->fname, m->flen)) ||
-			    (m->exchange && (m->to_isdir || fs) &&
+			    (m->exchange && (m->to_isdir || arrived_fs(b)) &&
 			     dir_unknown_at(nx, b, m->tname, m->tlen)))
 				return true;
 		}
