@@ -452,6 +452,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
 	nx_map_put(&fa->listed, k->key, (void *)1);
 	k->listed_at = fa->epoch;
+	k->arrived = !wk->fatal;
 	/* Filesystem marks: placed by the listing, as inode marks place what
 	 * they list (the table is then ahead of the events not read yet, which
 	 * the moves' checks by identity allow for). */
