@@ -106,6 +106,10 @@ struct fan {
 	/* Events already reported or caused by the library itself. */
 	struct nx_map suppress;
 	struct nx_map listed; /* kobj keys of directories the library listed */
+	/* Arrivals a listing ahead of them had done (fanotify-move.c), until the
+	 * queue is read dry: (object, directory, name) keys, so that the
+	 * departure from that place read later is done too. */
+	struct nx_map skipped;
 	struct nx_node *graveyard;
 	struct nx_node **vec[2];
 	size_t vec_cap[2];

@@ -120,14 +120,37 @@ static bool overtaken(struct notifyx *nx, struct nx_watch *w, const struct fanid
 	return false;
 }
 
+/* The key of object id at the entry name of directory n. */
+static uint64_t place_key(const struct fanid *id, const struct nx_node *n, const char *name,
+			  size_t len)
+{
+	const struct kobj *d = n->kref;
+
+	return nx_hash(name, len, id->key ^ (d ? d->key * 31 : 0)) | 1;
+}
+
 /* Directory id arrived at n/name by move m (the other way with back): done
  * already in the table?  As end_done; or overtaken where the table has no
- * directory at n/name. */
+ * directory at n/name: then the copy never had it there, and its departure
+ * from there, if read before the queue is dry, is done too (left_unseen). */
 static bool arrival_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
 			 const struct fanid *id, const struct move *m, bool back)
 {
-	return end_done(nx, n, name, len, id, false) ||
-	       (!kobj_at(nx, n, name, len) && overtaken(nx, nx_node_watch(n), id, m, back));
+	if (end_done(nx, n, name, len, id, false))
+		return true;
+	if (kobj_at(nx, n, name, len) || !overtaken(nx, nx_node_watch(n), id, m, back))
+		return false;
+	nx_map_put(&fan_of(nx)->skipped, place_key(id, n, name, len), (void *)1);
+	return true;
+}
+
+/* Did object id leave n/name where arrival_done skipped its arrival? */
+static bool left_unseen(struct notifyx *nx, const struct nx_node *n, const char *name,
+			size_t len, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+
+	return id && fa->skipped.len && nx_map_get(&fa->skipped, place_key(id, n, name, len));
 }
 
 /* Directory n was listed while the records being read were read (since
@@ -200,9 +223,11 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 					     overtaken(nx, nx_node_watch(a), m->tfid, m, true))))
 				return false; /* see do_move, rename_in_watch */
 			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
+			    left_unseen(nx, a, m->fname, m->flen, m->fid) ||
 			    arrival_done(nx, b, m->tname, m->tlen, m->fid, m, false))
 				return true;
 			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
+					    left_unseen(nx, b, m->tname, m->tlen, m->tfid) ||
 					    arrival_done(nx, a, m->fname, m->flen, m->tfid, m, true)))
 				return true;
 			/* (With filesystem marks, an exchange's file too, in a
@@ -291,6 +316,10 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		size_t len = nx_fan_entry_path(fa, a, m->fname, m->flen, 0);
 		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
 			continue;
+		if (left_unseen(nx, a, m->fname, m->flen, m->fid)) {
+			nx_map_del(&fa->skipped, place_key(m->fid, a, m->fname, m->flen));
+			continue;
+		}
 		nx_fan_sup_take(fa, a, m->fname, m->flen);
 		if (m->isdir)
 			nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));

@@ -620,6 +620,7 @@ void nx_fan_dry_point(struct notifyx *nx)
 
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	nx_map_free(&fa->skipped);
 	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
 		retry_deferred(nx);
@@ -736,6 +737,7 @@ static void fan_close(struct notifyx *nx)
 	nx_map_free(&fa->outside);
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	nx_map_free(&fa->skipped);
 	nx_kt_free_grave(nx, &fa->graveyard);
 	for (size_t i = 0; i < fa->ndeferred; i++)
 		free(fa->deferred[i].name);
