@@ -164,6 +164,8 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 	}
 	if ((mask & FAN_CREATE) && nx_fan_sup_take(fa, n, name, nlen))
 		mask &= ~(uint64_t)FAN_CREATE; /* a listing reported it already */
+	if ((mask & FAN_CREATE) && isdir && nx_fan_fs_mode(w) && nx_fan_fs_above(nx, n, fa->cur_fid))
+		mask &= ~(uint64_t)FAN_CREATE; /* so did one ahead of it */
 	count = nx_fan_split(mask, both && exists_now(nx, n, name, nlen), types);
 	for (size_t i = 0; i < count && !w->ended && !n->dead; i++) {
 		/* nx_fan_entry_path again: nx_fan_add_subdir and emit may have used path[0] */

@@ -685,6 +685,18 @@ fail:
 	return -1;
 }
 
+/* Filesystem marks: true when the table has directory id, in n's watch, at n
+ * or above it.  A directory made in n cannot be there: a listing made after
+ * it moved there (its records not read yet) put it there, and showed it
+ * made. */
+bool nx_fan_fs_above(struct notifyx *nx, const struct nx_node *n, const struct fanid *id)
+{
+	const struct nx_node *s = node_in(id ? nx_fan_kobj_find(fan_of(nx), id) : NULL,
+					  nx_node_watch(n));
+
+	return s && nx_within(n, s);
+}
+
 /* Filesystem marks: a directory that an event names with its identifier (a
  * mkdir, a rename) becomes a node at once, at the place the event gives, so
  * that the table follows the events (no look-up by the path of now). */

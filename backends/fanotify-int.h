@@ -37,6 +37,9 @@ struct kobj {
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
 	uint64_t listed_at;   /* the epoch of its last listing by nx_fan_walk() */
+	bool arrived;         /* that listing was of a directory that arrived, not a
+				 watch's first walk (whose records come after it, those
+				 queued while it walked aside) */
 	nx_subs subs;         /* nodes of this inode */
 	bool isdir;
 	size_t idlen;
@@ -103,6 +106,10 @@ struct fan {
 	/* Events already reported or caused by the library itself. */
 	struct nx_map suppress;
 	struct nx_map listed; /* kobj keys of directories the library listed */
+	/* Arrivals a listing ahead of them had done (fanotify-move.c), until the
+	 * queue is read dry: (object, directory, name) keys, so that the
+	 * departure from that place read later is done too. */
+	struct nx_map skipped;
 	struct nx_node *graveyard;
 	struct nx_node **vec[2];
 	size_t vec_cap[2];
@@ -178,6 +185,7 @@ int nx_fan_open_handle(struct fan *fa, struct fsmark *fm, const unsigned char *i
 struct kobj *nx_fan_kobj_get(struct notifyx *nx, const struct fanid *id);
 void nx_fan_fs_unmark(struct notifyx *nx, struct fwatch *fw);
 int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd);
+bool nx_fan_fs_above(struct notifyx *nx, const struct nx_node *n, const struct fanid *id);
 struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, const char *name,
 				  size_t len, const struct fanid *id);
 

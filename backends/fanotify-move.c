@@ -28,6 +28,10 @@ struct move {
 	uint32_t cookie;
 	const struct fanid *fid; /* the object moved, when known */
 	const struct fanid *tfid; /* an exchange: the object moved the other way */
+	/* An arrival alone (by_ends): the move it is part of, and whether the
+	 * object came from its to end (NULL: this move's from end). */
+	const struct move *src;
+	bool src_to;
 };
 
 /*
@@ -39,7 +43,11 @@ struct move {
  * directory at one end may have been listed, with the move done, only
  * after it happened (inotify reports nothing to a watch added later).  By
  * identity: an arrival is done when the table has the object moved there
- * already, a departure when it has another directory where it left.
+ * already (with filesystem marks, or at a third place a listing put it:
+ * overtaken), a departure when it has another directory where it left.
+ * Filesystem marks list a new watch's tree, and directories arriving, with
+ * the records of the moves made meanwhile queued behind: the same rules
+ * keep those moves from listing a directory twice.
  */
 
 static const struct kobj *move_from(const struct fan *fa, const struct move *m)
@@ -74,6 +82,77 @@ static bool end_done(struct notifyx *nx, struct nx_node *n, const char *name, si
 			   k == nx_fan_kobj_find(fan_of(nx), id);
 }
 
+/* True when node s is the directory's entry name of kobj d. */
+static bool node_at(const struct nx_node *s, const struct kobj *d, const char *name, size_t len)
+{
+	return d && s->parent && s->parent->kref == d && nx_node_name_len(s) == len &&
+	       !memcmp(nx_node_name(s), name, len);
+}
+
+/*
+ * With filesystem marks: a move took directory id from m's from end to its
+ * to end (the other way with back), and the table has it, in watch w, at a
+ * third place, where a listing made since the kernel queue was last read
+ * dry put it.  That listing is ahead of the move (one made before it would
+ * have had id leave that place by the records before this one): the move
+ * of id is done, and undone; its ends hold what the listings found.
+ */
+static bool overtaken(struct notifyx *nx, struct nx_watch *w, const struct fanid *id,
+		      const struct move *m, bool back)
+{
+	struct fan *fa = fan_of(nx);
+	const struct kobj *k = id ? nx_fan_kobj_find(fa, id) : NULL;
+	const struct kobj *from = move_from(fa, m), *to = move_to(fa, m);
+	const struct nx_node *s;
+
+	if (!k || !k->isdir || k->listed_at != fa->epoch || !nx_fan_fs_mode(w))
+		return false;
+	if (back) {
+		const struct kobj *t = from;
+		from = to;
+		to = t;
+	}
+	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++)
+		if (!s->dead && nx_node_watch(s) == w &&
+		    !node_at(s, from, back ? m->tname : m->fname, back ? m->tlen : m->flen) &&
+		    !node_at(s, to, back ? m->fname : m->tname, back ? m->flen : m->tlen))
+			return s->parent != NULL;
+	return false;
+}
+
+/* The key of object id at the entry name of directory n. */
+static uint64_t place_key(const struct fanid *id, const struct nx_node *n, const char *name,
+			  size_t len)
+{
+	const struct kobj *d = n->kref;
+
+	return nx_hash(name, len, id->key ^ (d ? d->key * 31 : 0)) | 1;
+}
+
+/* Directory id arrived at n/name by move m (the other way with back): done
+ * already in the table?  As end_done; or overtaken where the table has no
+ * directory at n/name: then the copy never had it there, and its departure
+ * from there, if read before the queue is dry, is done too (left_unseen). */
+static bool arrival_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+			 const struct fanid *id, const struct move *m, bool back)
+{
+	if (end_done(nx, n, name, len, id, false))
+		return true;
+	if (kobj_at(nx, n, name, len) || !overtaken(nx, nx_node_watch(n), id, m, back))
+		return false;
+	nx_map_put(&fan_of(nx)->skipped, place_key(id, n, name, len), (void *)1);
+	return true;
+}
+
+/* Did object id leave n/name where arrival_done skipped its arrival? */
+static bool left_unseen(struct notifyx *nx, const struct nx_node *n, const char *name,
+			size_t len, const struct fanid *id)
+{
+	struct fan *fa = fan_of(nx);
+
+	return id && fa->skipped.len && nx_map_get(&fa->skipped, place_key(id, n, name, len));
+}
+
 /* Directory n was listed while the records being read were read (since
  * the kernel queue was last read dry): its listing may be ahead of them.
  * A directory that left it but has no node there (the listing found
@@ -91,8 +170,42 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	return !nx_excluded(nx, nx_node_watch(n), fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
 }
 
+/* With filesystem marks: n was listed when it arrived (see dir_unknown_at). */
+static bool arrived_fs(const struct nx_node *n)
+{
+	const struct kobj *k = n->kref;
+
+	return k && k->arrived && nx_fan_fs_mode(nx_node_watch(n));
+}
+
+/*
+ * With filesystem marks, moves that cannot have happened as the table has
+ * their ends (a directory is never moved below itself), made so by listings
+ * ahead of them.  (Inode marks: not seen in bench/seeds.sh; left as they
+ * were.)  crossed: the table has a, where move m (a/fname to b/tname) left,
+ * at or below b/tname: listings made after the move, and after a went
+ * there, put it there, and show the move done (whatever the entries are).
+ * into_itself: the table has b below the directory that left a/fname, as
+ * a listing of that directory, made after it moved on and b moved into it,
+ * has it: its departure is not done (a record put it at a/fname), its
+ * arrival cannot be (the listing shows what came after).
+ */
+static bool crossed(struct notifyx *nx, struct nx_node *a, struct nx_node *b, const struct move *m)
+{
+	return nx_fan_fs_mode(nx_node_watch(a)) &&
+	       nx_within(a, nx_node_find(&nx->paths, b, m->tname, m->tlen));
+}
+
+static bool into_itself(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
+			const struct move *m)
+{
+	return nx_fan_fs_mode(nx_node_watch(a)) &&
+	       nx_within(b, nx_node_find(&nx->paths, a, m->fname, m->flen));
+}
+
 /* True when the table has an end of move m done already, or may have (in
- * some watch that sees both): the move is then done end by end. */
+ * some watch that sees both): the move is then done end by end.  (Not when
+ * the ends crossed: see do_move.) */
 static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
@@ -105,14 +218,26 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 			struct nx_node *b = fa->vec[1][j];
 			if (a->dead || b->dead || nx_node_watch(a) != nx_node_watch(b))
 				continue;
+			if (crossed(nx, a, b, m) || into_itself(nx, a, b, m) ||
+			    (m->exchange && (overtaken(nx, nx_node_watch(a), m->fid, m, false) ||
+					     overtaken(nx, nx_node_watch(a), m->tfid, m, true))))
+				return false; /* see do_move, rename_in_watch */
 			if (end_done(nx, a, m->fname, m->flen, m->fid, true) ||
-			    end_done(nx, b, m->tname, m->tlen, m->fid, false))
+			    left_unseen(nx, a, m->fname, m->flen, m->fid) ||
+			    arrival_done(nx, b, m->tname, m->tlen, m->fid, m, false))
 				return true;
 			if (m->exchange && (end_done(nx, b, m->tname, m->tlen, m->tfid, true) ||
-					    end_done(nx, a, m->fname, m->flen, m->tfid, false)))
+					    left_unseen(nx, b, m->tname, m->tlen, m->tfid) ||
+					    arrival_done(nx, a, m->fname, m->flen, m->tfid, m, true)))
 				return true;
-			if ((m->isdir && dir_unknown_at(nx, a, m->fname, m->flen)) ||
-			    (m->exchange && m->to_isdir && dir_unknown_at(nx, b, m->tname, m->tlen)))
+			/* (With filesystem marks, an exchange's file too, in a
+			 * directory listed when it arrived: the exchange needs
+			 * both entries in the copy, and a file may have moved on
+			 * before the listing.) */
+			if (((m->isdir || (m->exchange && arrived_fs(a))) &&
+			     dir_unknown_at(nx, a, m->fname, m->flen)) ||
+			    (m->exchange && (m->to_isdir || arrived_fs(b)) &&
+			     dir_unknown_at(nx, b, m->tname, m->tlen)))
 				return true;
 		}
 	}
@@ -135,6 +260,27 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 			    const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
+	struct nx_watch *w = nx_node_watch(a);
+
+	/* An exchange with a half overtaken: the other half is a move. */
+	if (m->exchange) {
+		bool x = overtaken(nx, w, m->fid, m, false), y = overtaken(nx, w, m->tfid, m, true);
+		struct move one = *m;
+		if (x && !y)
+			one = (struct move){ .from = m->to, .from_id = m->to_id, .fname = m->tname,
+					     .flen = m->tlen, .to = m->from, .to_id = m->from_id,
+					     .tname = m->fname, .tlen = m->flen,
+					     .isdir = m->to_isdir, .fid = m->tfid };
+		one.exchange = false;
+		one.tfid = NULL;
+		one.to_isdir = false;
+		if (x && y)
+			return;
+		if (x || y) {
+			rename_in_watch(nx, x ? b : a, x ? a : b, &one);
+			return;
+		}
+	}
 	struct nx_kt_rename r = {
 		.a = a, .b = b, .fname = m->fname, .flen = m->flen, .tname = m->tname,
 		.tlen = m->tlen, .isdir = m->isdir, .to_isdir = m->to_isdir,
@@ -160,13 +306,20 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		for (size_t j = 0; j < nt && !b; j++)
 			if (!to[j]->dead && nx_node_watch(to[j]) == nx_node_watch(a))
 				b = to[j];
+		if (b && into_itself(nx, a, b, m))
+			b = NULL; /* a departure alone (the arrival is paired: skipped) */
 		if (b) {
-			rename_in_watch(nx, a, b, m);
+			if (!crossed(nx, a, b, m))
+				rename_in_watch(nx, a, b, m);
 			continue;
 		}
 		size_t len = nx_fan_entry_path(fa, a, m->fname, m->flen, 0);
 		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
 			continue;
+		if (left_unseen(nx, a, m->fname, m->flen, m->fid)) {
+			nx_map_del(&fa->skipped, place_key(m->fid, a, m->fname, m->flen));
+			continue;
+		}
 		nx_fan_sup_take(fa, a, m->fname, m->flen);
 		if (m->isdir)
 			nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
@@ -185,7 +338,8 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
 		if (len == SIZE_MAX)
 			nx_fan_too_long(nx, b);
-		if (len == SIZE_MAX || end_done(nx, b, m->tname, m->tlen, m->fid, false))
+		if (len == SIZE_MAX ||
+		    arrival_done(nx, b, m->tname, m->tlen, m->fid, m->src ? m->src : m, m->src_to))
 			continue;
 		struct nx_watch *w = nx_node_watch(b);
 		nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
@@ -204,11 +358,12 @@ static void by_ends(struct notifyx *nx, const struct move *m)
 	struct move out = { .from = m->from, .from_id = m->from_id, .fname = m->fname,
 			    .flen = m->flen, .isdir = m->isdir, .fid = m->fid };
 	struct move in = { .to = m->to, .to_id = m->to_id, .tname = m->tname, .tlen = m->tlen,
-			   .isdir = m->isdir, .fid = m->fid };
+			   .isdir = m->isdir, .fid = m->fid, .src = m };
 	struct move back_out = { .from = m->to, .from_id = m->to_id, .fname = m->tname,
 				 .flen = m->tlen, .isdir = m->to_isdir, .fid = m->tfid };
 	struct move back_in = { .to = m->from, .to_id = m->from_id, .tname = m->fname,
-				.tlen = m->flen, .isdir = m->to_isdir, .fid = m->tfid };
+				.tlen = m->flen, .isdir = m->to_isdir, .fid = m->tfid, .src = m,
+				.src_to = true };
 
 	do_move(nx, &out);
 	if (m->exchange)

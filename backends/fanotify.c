@@ -452,6 +452,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	/* The listing's OPEN, ACCESS and CLOSE_NOWRITE are the library's own. */
 	nx_map_put(&fa->listed, k->key, (void *)1);
 	k->listed_at = fa->epoch;
+	k->arrived = !wk->fatal;
 	/* Filesystem marks: placed by the listing, as inode marks place what
 	 * they list (the table is then ahead of the events not read yet, which
 	 * the moves' checks by identity allow for). */
@@ -619,6 +620,7 @@ void nx_fan_dry_point(struct notifyx *nx)
 
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	nx_map_free(&fa->skipped);
 	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
 		retry_deferred(nx);
@@ -735,6 +737,7 @@ static void fan_close(struct notifyx *nx)
 	nx_map_free(&fa->outside);
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
+	nx_map_free(&fa->skipped);
 	nx_kt_free_grave(nx, &fa->graveyard);
 	for (size_t i = 0; i < fa->ndeferred; i++)
 		free(fa->deferred[i].name);

@@ -506,6 +506,124 @@ static void exchange_two_files(struct tu_fix *f, const char *base)
 }
 ON_BOTH(exchange_two_files)
 
+/* ---- moves read after a listing that is ahead of them ----------------------- */
+
+enum ahead { AHEAD_ARRIVAL, AHEAD_CROSSED, AHEAD_HALF, AHEAD_MOVED_ON, AHEAD_CREATED,
+	     AHEAD_INTO };
+
+/* Is path a proper ancestor of p? */
+static int below(const char *path, const char *p)
+{
+	size_t n = strlen(path);
+
+	return !strncmp(path, p, n) && p[n] == '/';
+}
+
+/* A directory moved in from outside is listed when the library reads its
+ * move, as it is then: the listing shows what the moves made after it did,
+ * and the records of those moves, read after it, must leave the mirror as
+ * the listing has it.  All of it is done before the library reads:
+ *  - ARRIVAL: "p" moves in, then "x" into it, which is then exchanged with
+ *    the file p/f (the listing has x a file, f a directory): "x"'s arrival
+ *    is not listed again (fanotify's filesystem marks listed it and took the
+ *    listing's node away, and the exchange left x a directory);
+ *  - CROSSED: "p" moves in, the file p/d/f is renamed p/l, then p/d is
+ *    exchanged with it (the listing has the directory at p/l): the rename's
+ *    old path is not below its new one;
+ *  - HALF: "a" moves in, "b" too, they are exchanged, then "a" (now b's
+ *    directory) moves into b (now a's) as b/moved: the exchange is a rename of
+ *    one, the listing of "a" has the other;
+ *  - MOVED_ON: "p" moves in, the watch's directory "e" is exchanged with the
+ *    file p/s, which then moves on to "e2" (the listing has no p/s);
+ *  - CREATED: "p" moves in, p/in2/x is made, moves up to p/x, and p/in2
+ *    moves into it (the listing has x above the directory it was made in):
+ *    the CREATE of x is not reported under p/x/in2 (fanotify's filesystem
+ *    marks took the listing's node of x, with p/x/in2 below it, away);
+ *  - INTO: "p" moves in, then into the watch's directory "e" as e/p2, out
+ *    of it again as "p3", and "e" moves into it (the listing has e below
+ *    p): the move of p into e is not reported with a path below the other,
+ *    and p's old name leaves the mirror.
+ * No RENAME has a path below the other, and the mirror (LIST) equals the
+ * tree. */
+static void listing_ahead(struct tu_fix *f, const char *base, enum ahead how)
+{
+	char *w = conf_join(base, "w"), *out = conf_join(base, "out");
+	size_t i;
+	int wd;
+
+	tu_mkdir(w);
+	tu_mkdir(out);
+	make_entry(tu_path(out, "p"), 1, "in");
+	make_entry(tu_path(w, "e"), 1, "e");
+	if (how == AHEAD_CROSSED)
+		tu_write(tu_path(out, "p/in2/f"), "f");
+	if (how == AHEAD_MOVED_ON)
+		tu_write(tu_path(out, "p/s"), "s");
+	make_entry(tu_path(out, "x"), 1, "x");
+	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, wd);
+	tu_settle(&f->log);
+	switch (how) {
+	case AHEAD_ARRIVAL:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		tu_rename(tu_path(out, "x"), tu_path(w, "p/x"));
+		tu_write(tu_path(w, "p/f"), "f");
+		rename_exchange(tu_path(w, "p/x"), tu_path(w, "p/f"));
+		break;
+	case AHEAD_CROSSED:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		tu_rename(tu_path(w, "p/in2/f"), tu_path(w, "p/l"));
+		rename_exchange(tu_path(w, "p/in2"), tu_path(w, "p/l"));
+		break;
+	case AHEAD_HALF:
+		tu_rename(tu_path(out, "p"), tu_path(w, "a"));
+		tu_rename(tu_path(out, "x"), tu_path(w, "b"));
+		rename_exchange(tu_path(w, "a"), tu_path(w, "b"));
+		tu_rename(tu_path(w, "a"), tu_path(w, "b/moved"));
+		break;
+	case AHEAD_MOVED_ON:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		rename_exchange(tu_path(w, "e"), tu_path(w, "p/s"));
+		tu_rename(tu_path(w, "p/s"), tu_path(w, "e2"));
+		break;
+	case AHEAD_INTO:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		tu_rename(tu_path(w, "p"), tu_path(w, "e/p2"));
+		tu_rename(tu_path(w, "e/p2"), tu_path(w, "p3"));
+		tu_rename(tu_path(w, "e"), tu_path(w, "p3/e"));
+		break;
+	case AHEAD_CREATED:
+		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
+		make_entry(tu_path(w, "p/in2/x"), 1, "x");
+		tu_rename(tu_path(w, "p/in2/x"), tu_path(w, "p/x"));
+		tu_rename(tu_path(w, "p/in2"), tu_path(w, "p/x/in2"));
+		break;
+	}
+	tu_touch(tu_path(w, "last"));
+	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
+	tu_settle(&f->log);
+	for (i = 0; i < f->log.n; i++) {
+		const struct tu_ev *e = &f->log.ev[i];
+
+		if (e->wd == wd && e->mask == NOTIFYX_RENAME &&
+		    (below(e->path, e->old_path) || below(e->old_path, e->path))) {
+			conf_dump(&f->log, "actual");
+			fail_msg("event #%zu: RENAME \"%s\" <- \"%s\": one is below the other", i,
+				 e->path, e->old_path);
+		}
+	}
+	conf_mirror_equals(&f->log, wd, w, NULL, "after moves behind a listing");
+	conf_no_error(&f->log);
+	free(out);
+	free(w);
+}
+ON_BOTH_WITH(ahead_arrival, listing_ahead, AHEAD_ARRIVAL)
+ON_BOTH_WITH(ahead_crossed, listing_ahead, AHEAD_CROSSED)
+ON_BOTH_WITH(ahead_half, listing_ahead, AHEAD_HALF)
+ON_BOTH_WITH(ahead_moved_on, listing_ahead, AHEAD_MOVED_ON)
+ON_BOTH_WITH(ahead_created, listing_ahead, AHEAD_CREATED)
+ON_BOTH_WITH(ahead_into, listing_ahead, AHEAD_INTO)
+
 int conf_exchange_run(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +641,12 @@ int conf_exchange_run(void)
 		TEST_BOTH(exchange_burst),
 		TEST_BOTH(exchange_unread),
 		TEST_BOTH(exchange_two_files),
+		TEST_BOTH(ahead_arrival),
+		TEST_BOTH(ahead_crossed),
+		TEST_BOTH(ahead_half),
+		TEST_BOTH(ahead_moved_on),
+		TEST_BOTH(ahead_created),
+		TEST_BOTH(ahead_into),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
