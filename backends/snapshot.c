@@ -210,6 +210,20 @@ int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, siz
 	return nx_snode_insert(dir, n); /* cannot fail: the name is free and room reserved */
 }
 
+/* Appends to c (room reserved) a node of k's name and attributes, without
+ * what k holds; NULL on ENOMEM. */
+static struct nx_snode *copy_entry(struct nx_snode *c, const struct nx_snode *k)
+{
+	struct nx_snode *n = nx_snode_new(k->name, k->name_len);
+
+	if (!n)
+		return NULL;
+	n->a = k->a;
+	n->parent = c;
+	c->kids[c->nkids++] = n;
+	return n;
+}
+
 /* Copies the entries of o into c (a copy of o). */
 static int copy_kids(struct nx_snode *c, const struct nx_snode *o)
 {
@@ -217,13 +231,10 @@ static int copy_kids(struct nx_snode *c, const struct nx_snode *o)
 		return -1;
 	for (uint32_t i = 0; i < o->nkids; i++) {
 		const struct nx_snode *k = o->kids[i];
-		struct nx_snode *n = nx_snode_new(k->name, k->name_len);
+		struct nx_snode *n = copy_entry(c, k);
 		if (!n)
 			return -1;
-		n->a = k->a;
 		n->entered = k->entered;
-		n->parent = c;
-		c->kids[c->nkids++] = n;
 		if (k->nkids && copy_kids(n, k) < 0)
 			return -1;
 	}
@@ -663,15 +674,9 @@ static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_sno
 	} else if (o->entered) {
 		if (nx_snode_reserve(c, o->nkids) < 0)
 			return -1;
-		for (uint32_t i = 0; i < o->nkids; i++) {
-			const struct nx_snode *k = o->kids[i];
-			struct nx_snode *n = nx_snode_new(k->name, k->name_len);
-			if (!n)
+		for (uint32_t i = 0; i < o->nkids; i++)
+			if (!copy_entry(c, o->kids[i]))
 				return -1;
-			n->a = k->a;
-			n->parent = c;
-			c->kids[c->nkids++] = n;
-		}
 		c->entered = true;
 	}
 	for (uint32_t i = 0; rd->r->recursive && i < c->nkids; i++) {
