@@ -264,12 +264,16 @@ static void *thread_main(void *arg)
 {
 	struct th *t = arg;
 	struct notifyx *nx = open_dn();
-	static uint64_t buf[NOTIFYX_EVENT_MAX / 8 * 4];
+	/* Each thread its own buffers: at()'s are shared (static). */
+	uint64_t buf[NOTIFYX_EVENT_MAX / 8 * 4];
+	char path[sizeof t->dir + 16];
 
 	if (!nx || notifyx_add_watch(nx, t->dir, NOTIFYX_CREATE, 0) < 0)
 		return NULL;
-	for (int i = 0; i < 20; i++)
-		touch(at(t->dir, "f", i, NULL));
+	for (int i = 0; i < 20; i++) {
+		snprintf(path, sizeof path, "%s/f%d", t->dir, i);
+		touch(path);
+	}
 	for (int waited = 0; waited < 1500; waited += 20) {
 		ssize_t len;
 		while ((len = notifyx_read(nx, buf, sizeof(buf))) > 0) {
