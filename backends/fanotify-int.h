@@ -110,6 +110,12 @@ struct fan {
 	 * queue is read dry: (object, directory, name) keys, so that the
 	 * departure from that place read later is done too. */
 	struct nx_map skipped;
+	/* Places (keys of object 0) where a listing found a directory that
+	 * then left the table without an event (it was gone when opened, or
+	 * nx_fan_attach found it at a newer place), until the queue is read
+	 * dry: the copy may have it there, so an arrival there is not one the
+	 * copy never had. */
+	struct nx_map stale;
 	struct nx_node *graveyard;
 	struct nx_node **vec[2];
 	size_t vec_cap[2];
@@ -154,6 +160,9 @@ struct kobj *nx_fan_kobj_find(const struct fan *fa, const struct fanid *id);
 void nx_fan_drop_kobj(struct fan *fa, struct kobj *k);
 uint64_t nx_fan_mnt_of(int fd);
 int nx_fan_mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd);
+/* The key of the object with kobj key obj at the entry name of directory n
+ * (fan->skipped, fan->stale). */
+uint64_t nx_fan_place_key(uint64_t obj, const struct nx_node *n, const char *name, size_t len);
 int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark);
 int nx_fan_open_node(struct notifyx *nx, struct nx_node *n);
 void nx_fan_unmark(struct notifyx *nx, const struct kobj *k, int fd);

@@ -120,27 +120,24 @@ static bool overtaken(struct notifyx *nx, struct nx_watch *w, const struct fanid
 	return false;
 }
 
-/* The key of object id at the entry name of directory n. */
-static uint64_t place_key(const struct fanid *id, const struct nx_node *n, const char *name,
-			  size_t len)
-{
-	const struct kobj *d = n->kref;
-
-	return nx_hash(name, len, id->key ^ (d ? d->key * 31 : 0)) | 1;
-}
-
 /* Directory id arrived at n/name by move m (the other way with back): done
  * already in the table?  As end_done; or overtaken where the table has no
- * directory at n/name: then the copy never had it there, and its departure
- * from there, if read before the queue is dry, is done too (left_unseen). */
+ * directory at n/name: then, unless a listing had it there (fan->stale), the
+ * copy never had it there, and its departure from there, if read before
+ * the queue is dry, is done too (left_unseen). */
 static bool arrival_done(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
 			 const struct fanid *id, const struct move *m, bool back)
 {
+	struct fan *fa = fan_of(nx);
+	uint64_t place;
+
 	if (end_done(nx, n, name, len, id, false))
 		return true;
 	if (kobj_at(nx, n, name, len) || !overtaken(nx, nx_node_watch(n), id, m, back))
 		return false;
-	nx_map_put(&fan_of(nx)->skipped, place_key(id, n, name, len), (void *)1);
+	place = nx_fan_place_key(id->key, n, name, len);
+	if (!nx_map_get(&fa->stale, nx_fan_place_key(0, n, name, len)))
+		nx_map_put(&fa->skipped, place, (void *)1);
 	return true;
 }
 
@@ -150,7 +147,7 @@ static bool left_unseen(struct notifyx *nx, const struct nx_node *n, const char 
 {
 	struct fan *fa = fan_of(nx);
 
-	return id && fa->skipped.len && nx_map_get(&fa->skipped, place_key(id, n, name, len));
+	return id && fa->skipped.len && nx_map_get(&fa->skipped, nx_fan_place_key(id->key, n, name, len));
 }
 
 /* Directory n was listed while the records being read were read (since
@@ -317,7 +314,7 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
 			continue;
 		if (left_unseen(nx, a, m->fname, m->flen, m->fid)) {
-			nx_map_del(&fa->skipped, place_key(m->fid, a, m->fname, m->flen));
+			nx_map_del(&fa->skipped, nx_fan_place_key(m->fid->key, a, m->fname, m->flen));
 			continue;
 		}
 		nx_fan_sup_take(fa, a, m->fname, m->flen);

@@ -148,6 +148,23 @@ int nx_fan_mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd)
 	return fanotify_mark(fa->fd, flags, mask, AT_FDCWD, kpath);
 }
 
+uint64_t nx_fan_place_key(uint64_t obj, const struct nx_node *n, const char *name, size_t len)
+{
+	const struct kobj *d = n->kref;
+
+	return nx_hash(name, len, obj ^ (d ? d->key * 31 : 0)) | 1;
+}
+
+/* Directory node n, which a listing may have reported, leaves the table
+ * without an event: fan->stale. */
+static void stale_place(struct fan *fa, const struct nx_node *n)
+{
+	if (n->parent)
+		nx_map_put(&fa->stale,
+			   nx_fan_place_key(0, n->parent, nx_node_name(n), nx_node_name_len(n)),
+			   (void *)1);
+}
+
 /* Subscribes node n to the object open at fd; marks it when mark is true. */
 int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
 {
@@ -214,6 +231,7 @@ again:
 	}
 	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++) {
 		if (nx_node_watch(s) == nx_node_watch(n) && !nx_within(n, s) && s->parent) {
+			stale_place(fa, s);
 			nx_fan_bury(nx, s);
 			if (!nx_fan_kobj_find(fa, &fid))
 				goto again; /* it was the last node of k, which went with it */
@@ -435,8 +453,12 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	int fd, err;
 
 	(void)rel; /* (open_dir reaches the root's descendants through the held root) */
-	if ((fd = open_dir(nx, n, pfd, name)) < 0)
+	if ((fd = open_dir(nx, n, pfd, name)) < 0) {
+		err = errno;
+		stale_place(fa, n); /* nx_kt_walk buries it */
+		errno = err;
 		return -1;
+	}
 	if (nx_kt_other_dev(n, fd)) {
 		close(fd);
 		nx_fan_bury(nx, n);
@@ -621,6 +643,7 @@ void nx_fan_dry_point(struct notifyx *nx)
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	nx_map_free(&fa->skipped);
+	nx_map_free(&fa->stale);
 	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
 		retry_deferred(nx);
@@ -738,6 +761,7 @@ static void fan_close(struct notifyx *nx)
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	nx_map_free(&fa->skipped);
+	nx_map_free(&fa->stale);
 	nx_kt_free_grave(nx, &fa->graveyard);
 	for (size_t i = 0; i < fa->ndeferred; i++)
 		free(fa->deferred[i].name);
