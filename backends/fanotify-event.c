@@ -28,6 +28,8 @@ size_t nx_fan_subscribers(struct notifyx *nx, const struct kobj *k, int i)
 	struct nx_node *s;
 
 	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++) {
+		if (nx_fan_stale(fa, s))
+			continue;
 		if (n == fa->vec_cap[i]) {
 			size_t cap = n ? n * 2 : 8;
 			struct nx_node **v = realloc(fa->vec[i], cap * sizeof(*v));
@@ -393,6 +395,7 @@ static void handle_records(struct notifyx *nx)
 	fa->ren_indexed = 0;
 	while (pos < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
+		fa->cur = nx_fan_seq(fa, pos);
 		fa->next = pos + r.size;
 		if (pos == fa->paired && pos) { /* handled with its first half */
 			fa->paired = 0;
@@ -425,6 +428,7 @@ static void handle_records(struct notifyx *nx)
 			late_deletes(nx, pos, false);
 	}
 	late_deletes(nx, pos, true); /* their renames wait for the next read */
+	fa->cur = UINT64_MAX;
 	nx_map_free(&fa->renames);
 	fa->paired = 0;
 	nx_fan_consume(fa, pos);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,10 +88,61 @@ static bool read_ahead(struct fan *fa)
 	}
 }
 
+/* The length of the record at pos in buf, 0 when it cannot be trusted. */
+static size_t record_len(const struct fan *fa, size_t pos)
+{
+	uint32_t len;
+
+	if (fa->len - pos < sizeof(struct fanotify_event_metadata))
+		return 0;
+	memcpy(&len, fa->buf + pos, sizeof(len));
+	return len >= sizeof(struct fanotify_event_metadata) && len <= fa->len - pos ? len : 0;
+}
+
+uint64_t nx_fan_seq(struct fan *fa, size_t pos)
+{
+	size_t len;
+
+	while (fa->seq_at < pos && (len = record_len(fa, fa->seq_at))) {
+		fa->seq_at += len;
+		fa->seq++;
+	}
+	if (fa->seq_at < pos) /* a length that cannot be trusted: skipped with it */
+		fa->seq_at = pos;
+	return fa->seq;
+}
+
+uint64_t nx_fan_seq_next(const struct fan *fa)
+{
+	uint64_t seq = fa->seq;
+	size_t at = fa->seq_at, len;
+	int queued = 0;
+
+	while (at < fa->len && (len = record_len(fa, at))) {
+		at += len;
+		seq++;
+	}
+	/* fanotify's FIONREAD counts FAN_EVENT_METADATA_LEN per record queued,
+	 * whatever the record's length (checked on 6.18). */
+	if (ioctl(fa->fd, FIONREAD, &queued) == 0 && queued > 0)
+		seq += (uint64_t)queued / FAN_EVENT_METADATA_LEN;
+	return seq;
+}
+
+bool nx_fan_stale(const struct fan *fa, const struct nx_node *s)
+{
+	const struct fwatch *fw = nx_node_watch(s)->bdata;
+
+	return fw && fa->cur < fw->since;
+}
+
 /* The records before pos were handled: they leave buf. */
 void nx_fan_consume(struct fan *fa, size_t pos)
 {
 	size_t j = 0;
+
+	nx_fan_seq(fa, pos);
+	fa->seq_at -= pos;
 
 	memmove(fa->buf, fa->buf + pos, fa->len - pos);
 	fa->len -= pos;

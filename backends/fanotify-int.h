@@ -80,6 +80,10 @@ struct fwatch {
 	struct fsmark **marks; /* filesystems it marked */
 	uint64_t *mnts;       /* and their mount ids */
 	size_t nmarks;
+	/* Set up again by a repair (NOTIFYX_WATCH_RESCAN): the records before
+	 * this one (struct fan's seq) were queued before the repair read the
+	 * tree; what they say is in that reading already (nx_fan_stale). */
+	uint64_t since;
 };
 
 /* A FAN_RENAME of a directory not handled yet: in buf at pos. */
@@ -132,6 +136,14 @@ struct fan {
 	bool waited;          /* waited for the record after buf's last (second_half) */
 	size_t paired;        /* in buf: the second FAN_RENAME of an exchange handled with
 				 the first, further on (0: none) */
+	/* Records are numbered in the order the kernel queued them: the one
+	 * at seq_at in buf is number seq; cur is the one being handled
+	 * (UINT64_MAX between batches). */
+	uint64_t seq, cur;
+	size_t seq_at;
+	/* In nx_fan_repair: the time from which its walk counts what it
+	 * reports (struct nx_kt_walk's made_from), 0 otherwise. */
+	int64_t repair_from;
 	/* With filesystem marks: the directory moves in buf not handled yet,
 	 * in order from pending[pend_start]; records before pos indexed are
 	 * indexed. */
@@ -185,6 +197,13 @@ void nx_fan_dry_point(struct notifyx *nx);
 
 /* fanotify-fs.c: reading the kernel queue, filesystem marks */
 ssize_t nx_fan_read(struct fan *fa, size_t size);
+/* The number of the record at pos in buf (pos at or after seq_at), and of
+ * those after buf's last one, queued in the kernel: the first of a repair
+ * (struct fwatch's since). */
+uint64_t nx_fan_seq(struct fan *fa, size_t pos);
+uint64_t nx_fan_seq_next(const struct fan *fa);
+/* Node s is of a watch repaired after the record being handled was queued. */
+bool nx_fan_stale(const struct fan *fa, const struct nx_node *s);
 void nx_fan_consume(struct fan *fa, size_t pos);
 bool nx_fan_close_mount_fds(struct fan *fa);
 struct fsmark *nx_fan_fsmark_of(const struct fan *fa, const unsigned char *fsid);

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fanotify-int.h"
+#include "ktree.h"
 #include "scan.h"
 
 /* ---- the mark policy ----
@@ -128,10 +130,14 @@ void nx_fan_free_fwatch(struct notifyx *nx, struct nx_watch *w)
 	w->bdata = NULL;
 }
 
+/* How setup() chooses the marks of a recursive watch: by counting the
+ * tree's directories against inode_max, or as the watch had them. */
+enum marks { COUNT, KEEP_INODE, KEEP_FS };
+
 /* Sets up w (w->bdata NULL, w->root new) from its root, open (O_PATH) at fd:
  * what add_watch does after opening the root, and a repair again.  On
  * failure nothing of it stays. */
-static int setup(struct notifyx *nx, struct nx_watch *w, int fd)
+static int setup(struct notifyx *nx, struct nx_watch *w, int fd, enum marks how)
 {
 	struct fan *fa = fan_of(nx);
 	struct stat st;
@@ -146,7 +152,8 @@ static int setup(struct notifyx *nx, struct nx_watch *w, int fd)
 	deep = S_ISDIR(st.st_mode) && (w->flags & NOTIFYX_WATCH_RECURSIVE);
 	if (deep && nx_fan_hold_root(nx, w, fd) < 0)
 		goto fail;
-	if (deep && fa->fsmode >= 0 && (fa->inode_max == 0 || tree_larger(fd, fa->inode_max))) {
+	if (deep && fa->fsmode >= 0 && (how == KEEP_FS || fa->inode_max == 0 ||
+		     (how == COUNT && tree_larger(fd, fa->inode_max)))) {
 		if (nx_fan_fs_add_watch(nx, w, fd) == 0) {
 			fa->fsmode = 1;
 			return 0;
@@ -189,7 +196,7 @@ int nx_fan_add_watch(struct notifyx *nx, struct nx_watch *w)
 
 	if (fd < 0)
 		return -1;
-	ret = setup(nx, w, fd);
+	ret = setup(nx, w, fd, COUNT);
 	err = errno;
 	close(fd);
 	errno = err;
@@ -281,8 +288,12 @@ int nx_fan_repair(struct notifyx *nx, struct nx_watch *w)
 {
 	struct fwatch *old = w->bdata;
 	struct nx_node *root = w->root;
-	struct orphans o = { .fa = fan_of(nx) };
+	struct fan *fa = fan_of(nx);
+	struct orphans o = { .fa = fa };
+	struct timespec ts;
 	struct stat st;
+	uint64_t since;
+	enum marks how;
 	int fd, ret = -1, err;
 
 	if (!old || !root || !root->kref || !((struct kobj *)root->kref)->isdir)
@@ -307,11 +318,26 @@ int nx_fan_repair(struct notifyx *nx, struct nx_watch *w)
 	nx_node_foreach(root, orphan_one, &o);
 	nx_fan_to_graveyard(nx, root);
 	w->bdata = NULL;
+	/* The marks the watch had, without counting the tree again (a second
+	 * listing of it in every repair), unless inode marks had come near
+	 * inode_max: o.n is the old tree's directories. */
+	how = old->fsmode ? KEEP_FS : o.n > (size_t)fa->inode_max / 2 ? COUNT : KEEP_INODE;
+	/* The records queued so far are not w's any more (nx_fan_stale): the
+	 * tree is read after them.  So an entry whose inode has not changed
+	 * since before them (read on the clock first, with a slack for coarse
+	 * timestamps) has no FAN_CREATE to come, and its walk needs not count
+	 * it (struct nx_kt_walk's made_from). */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fa->repair_from = ((int64_t)ts.tv_sec - NX_KT_REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
+	since = nx_fan_seq_next(fa);
 	if ((w->root = nx_node_new_root(w)))
-		ret = setup(nx, w, fd);
+		ret = setup(nx, w, fd, how);
 	else
 		errno = ENOMEM;
 	err = errno;
+	fa->repair_from = 0;
+	if (ret == 0)
+		((struct fwatch *)w->bdata)->since = since;
 	/* The old state goes only now: filesystem marks the new one shares
 	 * stay marked throughout. */
 	drop_fwatch(nx, old);

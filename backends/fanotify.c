@@ -503,7 +503,8 @@ int nx_fan_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 {
 	struct fan *fa = fan_of(nx);
 	struct nx_kt_walk wk = { .nx = nx, .report = report, .fatal = fatal,
-				 .reported = &fa->suppress, .scratch = fa->path[1],
+				 .reported = &fa->suppress, .made_from = fa->repair_from,
+				 .scratch = fa->path[1],
 				 .enter = enter, .shallow = shallow, .quiet = quiet,
 				 .bury = nx_fan_bury };
 
@@ -680,6 +681,7 @@ static int fan_open(struct notifyx *nx, const struct notifyx_config *cfg)
 	}
 	fa->fd = fa->mnt_wake = fa->mnt_check = -1;
 	fa->epoch = 1;
+	fa->cur = UINT64_MAX; /* no record is being handled */
 	fa->inode_max = nx_fan_default_inode_max();
 	/* With CAP_SYS_ADMIN the kernel queue is unlimited: a filesystem mark
 	 * hears the whole filesystem, and activity outside the trees must not

@@ -559,7 +559,6 @@ static void keep_node(void *ctx, struct nx_node *n)
  * again with a large tree.  The records queued before the new table are not
  * w's any more (stale()): the tree is read after them.
  */
-#define REPAIR_SLACK_S 5
 
 static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 {
@@ -578,12 +577,9 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	/* An entry whose inode has not changed since before the records that
 	 * stale() drops (read on the clock first) was neither made nor linked
 	 * after them: no IN_CREATE of it can follow the listing, which needs
-	 * not count it.  The slack covers the coarse clock of timestamps and
-	 * filesystems that keep seconds, or two; one behind by more (a server
-	 * whose clock is late) costs a duplicate CREATE of an entry made
-	 * during the repair, as failing to count does. */
+	 * not count it (NX_KT_REPAIR_SLACK_S). */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	in->repair_from = ((int64_t)ts.tv_sec - REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
+	in->repair_from = ((int64_t)ts.tv_sec - NX_KT_REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
 	ioctl(in->fd, FIONREAD, &queued);
 	iw->since = in->stream + (uint64_t)queued;
 	nx_node_foreach(w->root, keep_node, &(struct keeping){ in, &k });

@@ -428,6 +428,30 @@ static void repair_rename_dir(struct tu_fix *f, const char *base)
 }
 ON_BOTH(repair_rename_dir)
 
+/* Behind 3000 more files: the renames are still queued in the kernel when
+ * the repair reads the tree (fanotify and inotify read 64 KiB at a time). */
+static void ren_dir_behind(const char *w)
+{
+	char *fill = conf_join(w, "fill"); /* tu_path's buffers rotate */
+
+	conf_make_files(fill, "g", 3000);
+	free(fill);
+	tu_rename(tu_path(w, "dir"), tu_path(w, "renamed"));
+	tu_rename(tu_path(w, "renamed"), tu_path(w, "again"));
+}
+
+/* The records queued before a repair read the tree are in what it read:
+ * the renames come as the repair's one RENAME, and nothing after the SYNC
+ * (applied again, they would move a directory the copy no longer has
+ * there, and overflow the queue again). */
+static void repair_records_before(struct tu_fix *f, const char *base)
+{
+	const struct want want[] = { { NOTIFYX_RENAME, "again", "dir", 1 } };
+
+	repair_case(f, base, prep_tree, ren_dir_behind, want, 1);
+}
+ON_BOTH(repair_records_before)
+
 static void mod_file(const char *w)
 {
 	tu_write(tu_path(w, "file"), "more");
@@ -708,6 +732,7 @@ int conf_rescan_run(void)
 		TEST_BOTH(repair_delete_tree),
 		TEST_BOTH(repair_rename),
 		TEST_BOTH(repair_rename_dir),
+		TEST_BOTH(repair_records_before),
 		TEST_BOTH(repair_modify),
 		TEST_BOTH(repair_attrib),
 		TEST_BOTH(repair_new_tree),
