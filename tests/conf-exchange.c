@@ -166,68 +166,71 @@ ON_BOTH_WITH(exchange_excluded_file_dir, exchange_unseen, EXCL_FILE_DIR)
 ON_BOTH_WITH(exchange_outside_dirs, exchange_unseen, OUT_DIRS)
 ON_BOTH_WITH(exchange_outside_dir_file, exchange_unseen, OUT_DIR_FILE)
 
-/* "site" (a directory) exchanged with a file outside every watch, then at
- * once, before the library reads, exchanged (a file now) with the directory
- * "b" of the watch (of another type: inotify cannot tell an exchange of two
- * files, see BUGS in notifyx(7)).  The second exchange's departure of "site" is a move inside
- * the watch, not the other half of the first exchange: inotify once took it
- * for that, and reported the second exchange with the first one's types.
- * The mirror equals the tree. */
-static void exchange_outside_then_inside(struct tu_fix *f, const char *base)
+/*
+ * The frame of the cases below: base/w and base/out with what make() puts
+ * there, a recursive LIST watch of w, then change() in one go before the
+ * library reads, then w/mark: the mirror equals the tree.
+ */
+struct unseen_then {
+	void (*make)(const char *base);
+	void (*change)(const char *base);
+};
+
+static void unseen_then(struct tu_fix *f, const char *base, const struct unseen_then *c)
 {
-	const char *w = tu_path(base, "w");
+	char *w = conf_join(base, "w"); /* tu_path's buffers rotate */
 	int list;
 	size_t from;
 
 	tu_mkdir(w);
 	tu_mkdir(tu_path(base, "out"));
-	make_entry(tu_path(base, "w/site"), 1, "old");
-	make_entry(tu_path(base, "out/site"), 0, "new");
-	make_entry(tu_path(base, "w/b"), 1, "b");
+	c->make(base);
 	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
 	conf_listed(&f->log, list);
 	tu_settle(&f->log);
 	from = f->log.n;
-	rename_exchange(tu_path(base, "w/site"), tu_path(base, "out/site"));
-	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
+	c->change(base);
 	tu_touch(tu_path(base, "w/mark"));
 	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
 	tu_settle(&f->log);
-	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after both exchanges");
+	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after the changes");
 	conf_no_error(&f->log);
+	free(w);
 }
-ON_BOTH(exchange_outside_then_inside)
+
+static void make_site_dir(const char *base)
+{
+	make_entry(tu_path(base, "w/site"), 1, "old");
+	make_entry(tu_path(base, "out/site"), 0, "new");
+	make_entry(tu_path(base, "w/b"), 1, "b");
+}
+
+/* "site" (a directory) exchanged with a file outside every watch, then at
+ * once, before the library reads, exchanged (a file now) with the directory
+ * "b" of the watch (of another type: inotify cannot tell an exchange of two
+ * files, see BUGS in notifyx(7)).  The second exchange's departure of "site" is a move inside
+ * the watch, not the other half of the first exchange: inotify once took it
+ * for that, and reported the second exchange with the first one's types. */
+static void outside_then_inside(const char *base)
+{
+	rename_exchange(tu_path(base, "w/site"), tu_path(base, "out/site"));
+	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
+}
+ON_BOTH_WITH(exchange_outside_then_inside, unseen_then,
+	     (&(struct unseen_then){ make_site_dir, outside_then_inside }))
 
 /* The same, then at once "site" (the directory again) moves out of the
  * watch.  That rename takes the cookie after the second exchange's: inotify
  * once read the name as still there after the second exchange's departure,
  * took that departure for the other half of the first exchange, and
  * reported the second exchange before the first one's arrival. */
-static void exchange_outside_inside_out(struct tu_fix *f, const char *base)
+static void outside_inside_out(const char *base)
 {
-	const char *w = tu_path(base, "w");
-	int list;
-	size_t from;
-
-	tu_mkdir(w);
-	tu_mkdir(tu_path(base, "out"));
-	make_entry(tu_path(base, "w/site"), 1, "old");
-	make_entry(tu_path(base, "out/site"), 0, "new");
-	make_entry(tu_path(base, "w/b"), 1, "b");
-	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
-	conf_listed(&f->log, list);
-	tu_settle(&f->log);
-	from = f->log.n;
-	rename_exchange(tu_path(base, "w/site"), tu_path(base, "out/site"));
-	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
+	outside_then_inside(base);
 	tu_rename(tu_path(base, "w/site"), tu_path(base, "out/gone"));
-	tu_touch(tu_path(base, "w/mark"));
-	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
-	tu_settle(&f->log);
-	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after both exchanges and the move");
-	conf_no_error(&f->log);
 }
-ON_BOTH(exchange_outside_inside_out)
+ON_BOTH_WITH(exchange_outside_inside_out, unseen_then,
+	     (&(struct unseen_then){ make_site_dir, outside_inside_out }))
 
 /* The directory "site", made just now (not watched yet), exchanged with a
  * directory outside every watch, then at once (before the library reads)
@@ -236,61 +239,41 @@ ON_BOTH(exchange_outside_inside_out)
  * equals the first one's and is lost, so that its arrival at "b" comes
  * alone.  Once such an arrival was taken for a move in from outside, and
  * the first exchange for a move in and a move out. */
-static void exchange_new_outside_inside(struct tu_fix *f, const char *base)
+static void make_new_site(const char *base)
 {
-	const char *w = tu_path(base, "w");
-	int list;
-	size_t from;
-
-	tu_mkdir(w);
-	tu_mkdir(tu_path(base, "out"));
 	make_entry(tu_path(base, "out/site"), 1, "new");
 	make_entry(tu_path(base, "w/b"), 0, "b");
-	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
-	conf_listed(&f->log, list);
-	tu_settle(&f->log);
-	from = f->log.n;
+}
+
+static void new_outside_inside(const char *base)
+{
 	tu_mkdir(tu_path(base, "w/site"));
 	rename_exchange(tu_path(base, "out/site"), tu_path(base, "w/site"));
 	rename_exchange(tu_path(base, "w/site"), tu_path(base, "w/b"));
-	tu_touch(tu_path(base, "w/mark"));
-	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
-	tu_settle(&f->log);
-	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after both exchanges");
-	conf_no_error(&f->log);
 }
-ON_BOTH(exchange_new_outside_inside)
+ON_BOTH_WITH(exchange_new_outside_inside, unseen_then,
+	     (&(struct unseen_then){ make_new_site, new_outside_inside }))
 
 /* A directory moved in from outside and at once out again, then the
  * directory "b" exchanged with one outside, before the library reads.  The
  * move out and the exchange's arrival look like the start of the case
  * above; but the exchange's departure does not lead back to the name moved
  * out: nothing was dropped, and the move in and out are not an exchange. */
-static void move_in_out_then_exchange(struct tu_fix *f, const char *base)
+static void make_in_other(const char *base)
 {
-	const char *w = tu_path(base, "w");
-	int list;
-	size_t from;
-
-	tu_mkdir(w);
-	tu_mkdir(tu_path(base, "out"));
 	make_entry(tu_path(base, "out/site"), 1, "in");
 	make_entry(tu_path(base, "out/other"), 1, "new");
 	make_entry(tu_path(base, "w/b"), 1, "b");
-	list = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
-	conf_listed(&f->log, list);
-	tu_settle(&f->log);
-	from = f->log.n;
+}
+
+static void in_out_then_exchange(const char *base)
+{
 	tu_rename(tu_path(base, "out/site"), tu_path(base, "w/site"));
 	tu_rename(tu_path(base, "w/site"), tu_path(base, "out/gone"));
 	rename_exchange(tu_path(base, "out/other"), tu_path(base, "w/b"));
-	tu_touch(tu_path(base, "w/mark"));
-	WAIT_FROM(&f->log, from, list, NOTIFYX_CREATE, "mark");
-	tu_settle(&f->log);
-	conf_mirror_equals(&f->log, list, w, NULL, "the mirror after the moves and the exchange");
-	conf_no_error(&f->log);
 }
-ON_BOTH(move_in_out_then_exchange)
+ON_BOTH_WITH(move_in_out_then_exchange, unseen_then,
+	     (&(struct unseen_then){ make_in_other, in_out_then_exchange }))
 
 /* ---- exchanges inside one watch --------------------------------------------- */
 

@@ -650,6 +650,19 @@ static int read_until(struct notifyx *nx, struct notifyx_event *ev, char (*path)
 	return got + read_events(nx, ev + got, path + got, 256 - got);
 }
 
+/* Fed as kernel records: "s" moved to "n" (cookie c), then "n" moved out
+ * (cookie c2, its arrival elsewhere, unseen). */
+static void feed_move_then_from(struct notifyx *nx, int kwd, uint32_t c, uint32_t c2)
+{
+	char tmp[512];
+	size_t len;
+
+	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, c, "s", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_TO, c, "n", 1, 8);
+	len = put_rec(tmp, len, kwd, IN_MOVED_FROM, c2, "n", 1, 8);
+	feed_all(nx, tmp, len);
+}
+
 /* The kernel drops a record equal (watch, mask, name, whatever the cookie)
  * to the last one it holds unread: "mv s n; exchange OUTSIDE n" read at once
  * leaves MOVED_FROM s, MOVED_TO n, and the exchange's MOVED_FROM n alone (its
@@ -659,10 +672,9 @@ static void test_feed_dropped_arrival(void **state)
 {
 	char dir[] = "/tmp/unit-inotify-XXXXXX";
 	struct notifyx *nx = open_inotify();
-	static char tmp[256], path[256][64];
+	static char path[256][64];
 	static struct notifyx_event ev[256];
 	char file[sizeof(dir) + 2];
-	size_t len;
 	int n, fd;
 
 	(void)state;
@@ -676,10 +688,7 @@ static void test_feed_dropped_arrival(void **state)
 				      NOTIFYX_RENAME | NOTIFYX_CREATE, 0) > 0);
 	int kwd = nx_inotify_kwd(nx, 0);
 
-	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 20, "s", 1, 8);
-	len = put_rec(tmp, len, kwd, IN_MOVED_TO, 20, "n", 1, 8);
-	len = put_rec(tmp, len, kwd, IN_MOVED_FROM, 22, "n", 1, 8);
-	feed_all(nx, tmp, len);
+	feed_move_then_from(nx, kwd, 20, 22);
 	n = read_until(nx, ev, path, 3);
 	assert_int_equal(n, 3);
 	assert_int_equal(ev[0].mask, NOTIFYX_RENAME);
@@ -691,10 +700,7 @@ static void test_feed_dropped_arrival(void **state)
 	assert_int_equal(ev[2].cookie, 0);
 
 	assert_int_equal(unlink(file), 0);
-	len = put_rec(tmp, 0, kwd, IN_MOVED_FROM, 30, "s", 1, 8);
-	len = put_rec(tmp, len, kwd, IN_MOVED_TO, 30, "n", 1, 8);
-	len = put_rec(tmp, len, kwd, IN_MOVED_FROM, 31, "n", 1, 8);
-	feed_all(nx, tmp, len);
+	feed_move_then_from(nx, kwd, 30, 31);
 	n = read_until(nx, ev, path, 2);
 	assert_int_equal(n, 2);
 	assert_int_equal(ev[0].mask, NOTIFYX_RENAME);
