@@ -597,39 +597,39 @@ static struct nx_snode *read_root(int fd, struct nx_sread *r)
 	return root;
 }
 
+/* The end of nx_snap_read and nx_snap_relist: root, or NULL when what read
+ * it returned less than 0 (root freed, errno kept). */
+static struct nx_snode *read_end(struct reader *rd, struct nx_snode *root, int ret)
+{
+	int err = errno;
+
+	free(rd);
+	if (ret >= 0)
+		return root;
+	nx_snap_free(root);
+	errno = err;
+	return NULL;
+}
+
 struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 {
 	struct reader *rd;
 	struct nx_snode *root;
-	int err, dfd;
+	int dfd = -1;
 
 	if (!(root = read_root(fd, r)))
 		return NULL;
 	if (!nx_snode_isdir(root))
 		return root;
 	if (!(rd = reader_new(r)))
-		goto fail;
-	if (r->prev && r->prev->ref && nx_sattr_same_id(&r->prev->a, &root->a)) {
-		dfd = -1;
-	} else {
+		return read_end(NULL, root, -1);
+	if (!r->prev || !r->prev->ref || !nx_sattr_same_id(&r->prev->a, &root->a)) {
 		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		r->syscalls++;
-		if (dfd < 0) {
-			free(rd);
-			goto fail;
-		}
+		if (dfd < 0)
+			return read_end(rd, root, -1);
 	}
-	if (read_dir(rd, root, dfd, r->prev, root->a.dev) < 0) {
-		free(rd);
-		goto fail;
-	}
-	free(rd);
-	return root;
-fail:
-	err = errno;
-	nx_snap_free(root);
-	errno = err;
-	return NULL;
+	return read_end(rd, root, read_dir(rd, root, dfd, r->prev, root->a.dev));
 }
 
 void nx_snap_mark(struct nx_snode *n)
@@ -715,23 +715,12 @@ struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_s
 {
 	struct reader *rd;
 	struct nx_snode *root;
-	int err;
 
 	if (!(root = read_root(fd, r)))
 		return NULL;
 	if (!nx_snode_isdir(root) || !nx_snode_isdir(prev))
 		return root;
 	if (!(rd = reader_new(r)))
-		goto fail;
-	if (relist_dir(rd, root, prev, root->a.dev) < 0) {
-		free(rd);
-		goto fail;
-	}
-	free(rd);
-	return root;
-fail:
-	err = errno;
-	nx_snap_free(root);
-	errno = err;
-	return NULL;
+		return read_end(NULL, root, -1);
+	return read_end(rd, root, relist_dir(rd, root, prev, root->a.dev));
 }
