@@ -366,8 +366,11 @@ static void sup_add(struct ino *in, const void *obj, const char *name, size_t le
 
 bool nx_ino_sup_take(struct ino *in, const void *obj, const char *name, size_t len, int kind)
 {
-	uint64_t key = nx_kt_key(obj, name, len, kind);
+	uint64_t key;
 
+	if (!in->suppress[0].len && !in->suppress[1].len)
+		return false; /* no listing since two dry points: no hash of the name */
+	key = nx_kt_key(obj, name, len, kind);
 	return nx_kt_take(&in->suppress[0], key) || nx_kt_take(&in->suppress[1], key);
 }
 
