@@ -595,13 +595,20 @@ static void recheck_roots(struct notifyx *nx)
 		nx_ino_check_root(nx, w);
 }
 
+/* The timer ends the holds at hold_until.  Armed already for that time or
+ * sooner, it is left as it is (a move out a read, one after another, would
+ * cost a system call each): firing sooner, it wakes the application once
+ * for nothing, and is armed again then. */
 static int arm_hold_timer(struct ino *in)
 {
 	uint64_t now = nx_now_ns();
 	uint64_t left = in->hold_until > now ? in->hold_until - now : 1;
 	struct itimerspec its = { .it_value = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) } };
 
+	if (in->timer_armed && in->timer_at <= in->hold_until)
+		return 0;
 	in->timer_armed = timerfd_settime(in->timerfd, 0, &its, NULL) == 0;
+	in->timer_at = now + left;
 	return in->timer_armed ? 0 : -1;
 }
 
@@ -614,8 +621,10 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 	int syncs = 0, retries = 0;
 
 	in->flush = flags & NX_PROCESS_FLUSH;
-	/* Reset the timer's readiness once it has fired. */
-	if (in->timer_armed && read(in->timerfd, &expirations, sizeof(expirations)) > 0)
+	/* Reset the timer's readiness once it has fired (not before its time:
+	 * no system call to learn that). */
+	if (in->timer_armed && nx_now_ns() >= in->timer_at &&
+	    read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
 	for (;;) {
 		ssize_t n = 0;

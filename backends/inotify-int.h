@@ -71,6 +71,7 @@ struct ino {
 	bool no_wait;         /* end every hold now (the timer cannot be armed) */
 	bool flush;           /* this process() ends every hold (NX_PROCESS_FLUSH) */
 	bool timer_armed;
+	uint64_t timer_at;    /* when the armed timer fires (nx_now_ns) */
 	bool retrying;        /* in retry_deferred(): conflicts are settled, not deferred */
 	bool block_all;       /* this pass: every later record waits */
 	bool repairing;       /* in ino_repair(): no watch ends (see check_root) */

@@ -35,6 +35,29 @@ int nx_epoll_add(struct notifyx *nx, int fd)
 	return epoll_ctl(nx->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The forks between the first notifyx_open of the process's line and now:
+ * a child of fork(2) counts one more than its parent did (pthread_atfork),
+ * so that a handle knows it was inherited without a getpid() system call in
+ * every read.  Where the handler could not be registered, getpid(). */
+static unsigned long forks;
+static bool forks_by_pid;
+static pthread_once_t forks_once = PTHREAD_ONCE_INIT;
+
+static void count_fork(void)
+{
+	forks++;
+}
+
+static void count_forks(void)
+{
+	forks_by_pid = pthread_atfork(NULL, NULL, count_fork) != 0;
+}
+
+static bool inherited(const struct notifyx *nx)
+{
+	return forks_by_pid ? nx->pid != getpid() : nx->forks != forks;
+}
+
 /* After fork, only notifyx_close may touch an inherited handle. */
 static bool usable(const struct notifyx *nx)
 {
@@ -42,7 +65,7 @@ static bool usable(const struct notifyx *nx)
 		errno = EINVAL;
 		return false;
 	}
-	if (nx->pid != getpid()) {
+	if (inherited(nx)) {
 		errno = ECHILD;
 		return false;
 	}
@@ -171,7 +194,9 @@ NX_EXPORT struct notifyx *notifyx_open(const struct notifyx_config *config)
 	if (!(nx = calloc(1, sizeof(*nx))))
 		return NULL;
 	nx->readyfd = -1;
+	pthread_once(&forks_once, count_forks);
 	nx->pid = getpid();
+	nx->forks = forks;
 	nx->flags = cfg.flags;
 	nx->queue_max = cfg.queue_max ? cfg.queue_max : NX_DEFAULT_QUEUE_MAX;
 	if (!cfg.poll_interval_ms)
@@ -214,7 +239,7 @@ NX_EXPORT int notifyx_close(struct notifyx *nx)
 
 	if (!nx)
 		return 0;
-	nx->forked = nx->pid != getpid();
+	nx->forked = inherited(nx);
 	nx->ops->close(nx); /* releases every kernel object and every node's kref */
 	while (nx_map_next(&nx->watches, &pos, NULL, (void **)&w)) {
 		if (w->root)

@@ -294,6 +294,7 @@ struct notifyx {
 	bool ready;           /* readyfd is signalled */
 	bool forked;          /* set in a child after fork: close only */
 	pid_t pid;
+	unsigned long forks;  /* see inherited() in handle.c */
 	uint32_t flags;
 	uint32_t queue_max;
 	const struct nx_backend *ops;
