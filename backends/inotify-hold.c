@@ -627,11 +627,12 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 	    read(in->timerfd, &expirations, sizeof(expirations)) > 0)
 		in->timer_armed = false;
 	for (;;) {
+		size_t room = sizeof(in->buf) - in->len;
 		ssize_t n = 0;
 		bool drained;
 
-		if (in->len < sizeof(in->buf)) {
-			n = read(in->fd, in->buf + in->len, sizeof(in->buf) - in->len);
+		if (room) {
+			n = read(in->fd, in->buf + in->len, room);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0 && errno != EAGAIN && errno != EINVAL) {
@@ -640,8 +641,11 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 				break;
 			}
 		}
-		/* EINVAL: the next record does not fit in what is left of the buffer. */
-		drained = n <= 0;
+		/* EINVAL: the next record does not fit in what is left of the
+		 * buffer.  A read that left room for the largest record found
+		 * the queue empty, as EAGAIN would have: no second read to learn
+		 * it. */
+		drained = n <= 0 || room - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1;
 		if (n > 0) {
 			in->len += (size_t)n;
 			in->stream += (uint64_t)n;
