@@ -54,10 +54,15 @@ seen=$overflows
 seed=1
 while test $seed -le "$seeds"; do
 	x=
-	# Exchanges with a directory, not on inotify: a known bug there
-	# (notifyx(7) BUGS: an exchange of a directory and a file while
-	# events are lost can leave the directory's entries under an old name).
+	# Exchanges with a directory, not on inotify nor on fanotify with
+	# inode marks: known bugs there (notifyx(7) BUGS: on inotify an
+	# exchange of a directory and a file while events are lost can leave
+	# the directory's entries under an old name; with inode marks an
+	# exchange read after a repair's listing can name an end the copy
+	# lacks).  Filesystem marks: as root with NOTIFYX_FANOTIFY_INODE_MAX=0.
 	test $((seed % 4)) = 0 && test "$backend" != inotify && x=-x
+	test "$backend" = fanotify && { test "$(id -u)" != 0 ||
+		test "${NOTIFYX_FANOTIFY_INODE_MAX-}" != 0; } && x=""
 	(cd "$tree" && "$churn" -v $x -p 0 -s $seed -n "$ops" src outside >"$work/churn-$seed.ops") ||
 		fail "churn failed"
 	sync_mirror m
