@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fanotify-int.h"
@@ -290,7 +289,6 @@ int nx_fan_repair(struct notifyx *nx, struct nx_watch *w)
 	struct nx_node *root = w->root;
 	struct fan *fa = fan_of(nx);
 	struct orphans o = { .fa = fa };
-	struct timespec ts;
 	struct stat st;
 	uint64_t since;
 	enum marks how;
@@ -327,8 +325,7 @@ int nx_fan_repair(struct notifyx *nx, struct nx_watch *w)
 	 * since before them (read on the clock first, with a slack for coarse
 	 * timestamps) has no FAN_CREATE to come, and its walk needs not count
 	 * it (struct nx_kt_walk's made_from). */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fa->repair_from = ((int64_t)ts.tv_sec - NX_KT_REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
+	fa->repair_from = nx_kt_repair_from();
 	since = nx_fan_seq_next(fa);
 	if ((w->root = nx_node_new_root(w)))
 		ret = setup(nx, w, fd, how);

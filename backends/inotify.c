@@ -34,7 +34,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "inotify-int.h"
@@ -566,7 +565,6 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	struct iwatch *iw = iw_of(w);
 	struct kept k = { 0 };
 	struct nx_node *root;
-	struct timespec ts;
 	int queued = 0, ret, err;
 
 	/* Otherwise one kernel watch on the root: it loses nothing. */
@@ -577,9 +575,8 @@ static int ino_repair(struct notifyx *nx, struct nx_watch *w)
 	/* An entry whose inode has not changed since before the records that
 	 * stale() drops (read on the clock first) was neither made nor linked
 	 * after them: no IN_CREATE of it can follow the listing, which needs
-	 * not count it (NX_KT_REPAIR_SLACK_S). */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	in->repair_from = ((int64_t)ts.tv_sec - NX_KT_REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
+	 * not count it (nx_kt_repair_from). */
+	in->repair_from = nx_kt_repair_from();
 	ioctl(in->fd, FIONREAD, &queued);
 	iw->since = in->stream + (uint64_t)queued;
 	nx_node_foreach(w->root, keep_node, &(struct keeping){ in, &k });

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ktree.h"
@@ -97,6 +98,22 @@ bool nx_kt_take(struct nx_map *m, uint64_t key)
 	else
 		nx_map_put(m, key, (void *)(have - 1));
 	return true;
+}
+
+/* ---- repairs ---- */
+
+/* made_from is this many seconds before a repair began: the slack covers
+ * the coarse clock of timestamps and filesystems that keep seconds, or two;
+ * one behind by more (a server whose clock is late) costs a duplicate
+ * CREATE of an entry made during the repair, as failing to count does. */
+#define REPAIR_SLACK_S 5
+
+int64_t nx_kt_repair_from(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec - REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- listing ---- */

@@ -85,11 +85,9 @@ int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type
 /* enter() has dealt with the directory itself (deferred it, or buried it). */
 #define NX_KT_SKIP (-2)
 
-/* made_from is this many seconds before a repair began: the slack covers
- * the coarse clock of timestamps and filesystems that keep seconds, or two;
- * one behind by more (a server whose clock is late) costs a duplicate
- * CREATE of an entry made during the repair, as failing to count does. */
-#define NX_KT_REPAIR_SLACK_S 5
+/* A repair's made_from (struct nx_kt_walk), read on the clock as it begins,
+ * before the records it drops end. */
+int64_t nx_kt_repair_from(void);
 
 /* One walk: what the backend does at each directory, and how. */
 struct nx_kt_walk {
