@@ -188,6 +188,39 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	return true;
 }
 
+/* A descriptor of the directory of kernel watch kw, for sync_holds(): the
+ * root a recursive watch holds (*owned false: not to be closed); the root of
+ * another watch by its path, when what is there has the root's device and
+ * inode (were the root deleted and that inode reused, the lookup would still
+ * come after the rename: deleting the root took the lock the rename held);
+ * any other directory by nx_ino_open_node(), which checks it is kw's. */
+static int sync_dir(struct notifyx *nx, const struct kwatch *kw, bool *owned)
+{
+	const struct iwatch *iw;
+	struct nx_node *n;
+	struct stat st;
+	int fd;
+
+	for (size_t si = 0; (n = nx_subs_get(kw->subs, si)) && n->dead; si++)
+		;
+	if (!n)
+		return -1;
+	*owned = true;
+	iw = iw_of(nx_node_watch(n));
+	if (n->parent || !iw || iw->rootname)
+		return nx_ino_open_node(nx, n);
+	if (iw->rootfd >= 0) {
+		*owned = false;
+		return iw->rootfd;
+	}
+	fd = open(nx_node_watch(n)->abspath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != iw->dev || st.st_ino != iw->ino)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /*
  * Ends the holds of MOVED_FROMs early where it can tell.  A rename queues
  * both of its halves while it holds the lock of the directory it moves from,
@@ -211,22 +244,38 @@ static bool sync_holds(struct notifyx *nx)
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
 		struct kwatch *kw = nx_index_get(&in->kwatches, in->held_kwd[i]);
-		struct nx_node *n = NULL;
+		bool owned = true;
 		int pfd;
 
-		for (size_t si = 0; kw && (n = nx_subs_get(kw->subs, si)) && n->dead; si++)
-			;
-		if (!n || (pfd = nx_ino_open_node(nx, n)) < 0)
+		if (!kw)
 			continue;
+		if (in->sync_fd >= 0 && in->sync_fd_kwd == kw->kwd) {
+			pfd = in->sync_fd;
+		} else {
+			if ((pfd = sync_dir(nx, kw, &owned)) < 0)
+				continue;
+			if (owned) {
+				nx_ino_sync_done(in);
+				in->sync_fd = pfd;
+				in->sync_fd_kwd = kw->kwd;
+			}
+		}
 		/* ENOENT is the usual answer: either answer comes from the lookup. */
-		bool looked = fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-			      errno == ENOENT;
-		close(pfd);
-		if (looked)
+		if (fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 || errno == ENOENT)
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;
 	return in->nsync_kwd > 0;
+}
+
+/* No hold left: the directory sync_holds() kept is closed (an open
+ * descriptor would delay the DELETE_SELF of a directory removed, until
+ * it is closed). */
+void nx_ino_sync_done(struct ino *in)
+{
+	if (in->sync_fd >= 0)
+		close(in->sync_fd);
+	in->sync_fd = -1;
 }
 
 static bool watch_blocked(const struct ino *in, const struct nx_watch *w)
@@ -687,6 +736,8 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
 		in->timer_armed = timerfd_settime(in->timerfd, 0, &off, NULL) < 0;
 	}
+	if (!in->holding)
+		nx_ino_sync_done(in);
 	if (dry && !in->holding)
 		nx_ino_dry_point(nx);
 	if (dry)

@@ -93,6 +93,11 @@ struct ino {
 	 * watches wait for is in the kernel queue, or not coming. */
 	int sync_kwd[16];
 	size_t nsync_kwd, sync_end;
+	/* The directory sync_holds() opened last, kept open while holds
+	 * last (a move out a read would otherwise cost an open, the check
+	 * that it is still that kernel watch's directory, and a close each);
+	 * -1 when none. */
+	int sync_fd, sync_fd_kwd;
 	bool fed;             /* records came from nx_inotify_feed: never sync */
 	/* When the records in buf were read, oldest first (the last mark
 	 * grows when they are all taken: those records then end their holds
@@ -212,6 +217,7 @@ bool nx_ino_within_watches(struct notifyx *nx, const struct kwatch *a, const str
 /* ---- inotify-hold.c: reading the kernel queue, the hold, process() ---- */
 
 struct from_mark *nx_ino_after_from(struct ino *in, size_t pos);
+void nx_ino_sync_done(struct ino *in);
 int nx_ino_process(struct notifyx *nx, unsigned flags);
 void nx_ino_note_read(struct ino *in);
 

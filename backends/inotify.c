@@ -356,6 +356,7 @@ static int ino_open(struct notifyx *nx, const struct notifyx_config *cfg)
 		return -1;
 	in->proc_fd = true;
 	in->timerfd = -1;
+	in->sync_fd = -1;
 	in->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	/* Without them a lazy unmount is seen only when the kernel reports it. */
 	in->mnt_wake = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -392,6 +393,7 @@ static void ino_close(struct notifyx *nx)
 	 * forked child it only drops the child's reference). */
 	close(in->fd);
 	close(in->timerfd);
+	nx_ino_sync_done(in);
 	if (in->mnt_wake >= 0)
 		close(in->mnt_wake);
 	if (in->mnt_check >= 0)

@@ -21,6 +21,8 @@
 
 #include "common.h"
 
+static void leave_cpu(void);
+
 /* ---- the watchers ---------------------------------------------------------------- */
 
 static char *find_prog(const char *name)
@@ -370,6 +372,8 @@ int wp_start(struct wproc *p, const struct watcher *w, const struct wopts *o)
 	if (p->pid < 0)
 		return -1;
 	if (p->pid == 0) {
+		if (o->own_cpu)
+			leave_cpu();
 		dup2(fds[1], 1);
 		int null = open("/dev/null", O_WRONLY);
 		if (w->env)
@@ -540,6 +544,35 @@ void wp_stop(struct wproc *p)
 	p->pid = 0;
 	p->fd = -1;
 	p->ptyfd = -1;
+}
+
+/* The CPUs online beside the one this process runs on (pin_cpu). */
+static cpu_set_t other_set(void)
+{
+	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	CPU_ZERO(&set);
+	for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+		if (i != sched_getcpu())
+			CPU_SET(i, &set);
+	return set;
+}
+
+int other_cpus(void)
+{
+	cpu_set_t set = other_set();
+
+	return CPU_COUNT(&set);
+}
+
+/* Moves a watcher off the CPU of the program that makes the changes. */
+static void leave_cpu(void)
+{
+	cpu_set_t set = other_set();
+
+	if (CPU_COUNT(&set))
+		sched_setaffinity(0, sizeof(set), &set);
 }
 
 void pin_cpu(void)

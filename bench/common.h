@@ -43,6 +43,7 @@ struct wopts {
 	uint32_t events; /* B_* */
 	int recursive;
 	int lines;       /* one line per event; else (raw, library) one "end N" line at STOP */
+	int own_cpu;     /* the watcher runs on the other CPUs, not the one pin_cpu() chose */
 };
 
 /* A running watcher. */
@@ -68,6 +69,7 @@ extern int bench_extras;
 int watchers_all(struct watcher **out);
 
 int wp_start(struct wproc *p, const struct watcher *w, const struct wopts *o);
+int other_cpus(void); /* CPUs beside the one pin_cpu() chose: 0 when none */
 /* Until the watcher is ready: its "ready" line, or (tools) until a file made
  * in probe_dir is reported.  Then drains what it printed.  -1 on timeout. */
 int wp_ready(struct wproc *p, const char *probe_dir, double timeout);
