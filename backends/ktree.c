@@ -282,16 +282,17 @@ void nx_treemove(struct notifyx *nx, struct nx_treemove *t,
 	struct nx_node *c = t->isdir ? nx_node_find(&nx->paths, t->a, t->fname, t->flen) : NULL;
 	struct nx_node *d = nx_node_find(&nx->paths, t->b, t->tname, t->tlen);
 
-	/* The kernel never moves a directory into itself; a table out of step
-	 * with the filesystem must not be made into a cycle either. */
-	if (c && nx_within(t->b, c)) {
+	/* The kernel never moves a directory into itself: a table that says
+	 * so is out of step with the filesystem (a listing raced with moves).
+	 * It must not be made into a cycle, and what it would report is
+	 * wrong: the watch lost track, as when events are lost. */
+	if ((c && nx_within(t->b, c)) || (d && t->exchange && nx_within(t->a, d))) {
 		bury(nx, c);
-		c = NULL;
-		t->out = true;
-	}
-	if (d && t->exchange && nx_within(t->a, d)) {
 		bury(nx, d);
-		d = NULL;
+		t->c = t->d = NULL;
+		t->lost = true;
+		nx_lost(nx, w);
+		return;
 	}
 	if (t->exchange) {
 		if (c && nx_node_rename(&nx->paths, c, t->b, t->tname, t->tlen) < 0)
@@ -367,6 +368,8 @@ void nx_kt_rename(struct nx_kt_rename *r)
 		.out = new_out,
 	};
 	nx_treemove(nx, &t, r->bury);
+	if (t.lost)
+		return;
 	nx_emit(nx, w, NOTIFYX_RENAME, flags, 0, 0, newp, nlen, oldp, olen);
 	/* A directory the table did not know (excluded before, or not reached
 	 * yet when it appeared): what it holds is new to the watch. */

@@ -158,11 +158,15 @@ struct nx_treemove {
 	 * in an exchange, the one that left tname (d); NULL when the table did
 	 * not know it or it went. */
 	struct nx_node *c, *d;
+	/* On return: the table was out of step with the filesystem (the
+	 * rename would move a directory below itself); the watch had a loss
+	 * (nx_lost) and nothing moved. */
+	bool lost;
 };
 
-/* Moves the nodes of the table as the rename says: what it replaces, what
- * leaves the watch, and what would make a cycle of a table out of step with
- * the filesystem are given to bury(). */
+/* Moves the nodes of the table as the rename says: what it replaces and what
+ * leaves the watch are given to bury(); so are the directories moved, when
+ * the table is out of step with the filesystem (see lost). */
 void nx_treemove(struct notifyx *nx, struct nx_treemove *t,
 		 void (*bury)(struct notifyx *nx, struct nx_node *n));
 

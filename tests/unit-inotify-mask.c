@@ -758,6 +758,73 @@ static void test_feed_hold_overlap(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A table out of step with the disk (a listing raced with moves) can read
+ * a rename as a directory moved below itself, which the kernel never does:
+ * fed "a" (a directory) moved to a/b/x, the watch lost track.  It reports an
+ * OVERFLOW, not that rename; with NOTIFYX_WATCH_RESCAN the repair that
+ * follows finds the disk as it was: nothing but its SYNC.  (A file p in
+ * each directory tells their kernel watches apart.) */
+static void test_feed_out_of_step(void **state)
+{
+	char dir[] = "/tmp/unit-inotify-XXXXXX", sub[64], file[64];
+	static char path[256][64];
+	static struct notifyx_event ev[256];
+	char tmp[512];
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(file, sizeof(file), "%s/%sp", dir, i == 0 ? "" : i == 1 ? "a/" : "a/b/");
+		assert_true((fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0);
+		close(fd);
+	}
+	for (int rescan = 0; rescan <= 1; rescan++) {
+		struct notifyx *nx = open_inotify();
+		uint32_t flags = NOTIFYX_WATCH_RECURSIVE |
+				 (rescan ? NOTIFYX_WATCH_RESCAN | NOTIFYX_WATCH_LIST : 0);
+		int n, kwd[3];
+		size_t len;
+
+		if (!nx)
+			skip();
+		assert_true(notifyx_add_watch(nx, dir, NOTIFYX_RENAME | NOTIFYX_MOVED_OUT |
+					      NOTIFYX_MOVED_IN | NOTIFYX_CREATE | NOTIFYX_DELETE |
+					      NOTIFYX_ATTRIB, flags) > 0);
+		n = read_events(nx, ev, path, 256);
+		assert_int_equal(n, rescan ? 6 : 0); /* a, a/b, the p files, SYNC */
+		/* Which kernel watch is which: an ATTRIB in each names it. */
+		for (int i = 0, k; i < 3; i++) {
+			assert_true((k = nx_inotify_kwd(nx, i)) >= 0);
+			len = put_rec(tmp, 0, k, IN_ATTRIB, 0, "p", 1, 8);
+			feed_all(nx, tmp, len);
+			assert_int_equal(read_events(nx, ev, path, 256), 1);
+			kwd[!strcmp(path[0], "p") ? 0 : !strcmp(path[0], "a/p") ? 1 : 2] = k;
+		}
+		len = put_rec(tmp, 0, kwd[0], IN_MOVED_FROM | IN_ISDIR, 40, "a", 1, 8);
+		len = put_rec(tmp, len, kwd[2], IN_MOVED_TO | IN_ISDIR, 40, "x", 1, 8);
+		feed_all(nx, tmp, len);
+		n = read_until(nx, ev, path, rescan ? 2 : 1);
+		assert_int_equal(n, rescan ? 2 : 1);
+		assert_int_equal(ev[0].mask, NOTIFYX_OVERFLOW);
+		if (rescan)
+			assert_int_equal(ev[1].mask, NOTIFYX_SYNC);
+		assert_int_equal(notifyx_close(nx), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(file, sizeof(file), "%s/%sp", dir, i == 0 ? "" : i == 1 ? "a/" : "a/b/");
+		assert_int_equal(unlink(file), 0);
+	}
+	assert_int_equal(rmdir(sub), 0);
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	assert_int_equal(rmdir(sub), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_feed_hold),
 		cmocka_unit_test(test_feed_dropped_arrival),
 		cmocka_unit_test(test_feed_hold_overlap),
+		cmocka_unit_test(test_feed_out_of_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
