@@ -104,7 +104,7 @@ static void hold_blocks_own_watch_only(void **state)
 	int wr = tu_add(&f->log, a, reads, 0), wp = tu_add(&f->log, f->dir, reads, 0);
 	/* All three are in the kernel queue before the first read; the
 	 * ATTRIB is no change of a's entries (which would show that the move
-	 * is over: see sync_holds in backends/inotify.c). */
+	 * is over: see sync_holds in backends/inotify-hold.c). */
 	tu_rename(tu_path(a, "f"), tu_path(out, "f"));
 	assert_int_equal(chmod(tu_path(a, "h"), 0600), 0);
 	tu_touch(tu_path(b, "g"));
@@ -122,11 +122,53 @@ static void hold_blocks_own_watch_only(void **state)
 	}
 }
 
+/*
+ * The hold ends early by a lookup in the directory the move left, reached
+ * through the watch's root; a root moved away, with another directory made
+ * at its old path, is not that directory (and a recursive watch reaches its
+ * root through the descriptor it holds).  Moves out of such roots are
+ * reported all the same, each once, with no OVERFLOW.
+ */
+static void moved_root_moves_out(void **state)
+{
+	struct tu_fix *f = F(state);
+	char w[4096], moved[4096], out[4096], r[4096], rmoved[4096];
+	int wd, wr;
+
+	tu_require_inotify(f->nx, "the backend that holds the first half of a move");
+	snprintf(w, sizeof(w), "%s", tu_path(f->dir, "w"));
+	snprintf(moved, sizeof(moved), "%s", tu_path(f->dir, "w2"));
+	snprintf(r, sizeof(r), "%s", tu_path(f->dir, "r"));
+	snprintf(rmoved, sizeof(rmoved), "%s", tu_path(f->dir, "r2"));
+	snprintf(out, sizeof(out), "%s", tu_path(f->dir, "out"));
+	tu_mkdir(w);
+	tu_mkdir(r);
+	tu_mkdir(out);
+	tu_touch(tu_path(w, "f"));
+	tu_touch(tu_path(r, "g"));
+	wd = tu_add(&f->log, w, NOTIFYX_MOVED_OUT, 0);
+	wr = tu_add(&f->log, r, NOTIFYX_MOVED_OUT, NOTIFYX_WATCH_RECURSIVE);
+	tu_rename(w, moved);
+	tu_mkdir(w);
+	tu_rename(r, rmoved);
+	tu_mkdir(r);
+	tu_rename(tu_path(moved, "f"), tu_path(out, "f"));
+	tu_rename(tu_path(rmoved, "g"), tu_path(out, "g"));
+	TU_WAIT(&f->log, wd, NOTIFYX_MOVED_OUT, "f");
+	TU_WAIT(&f->log, wr, NOTIFYX_MOVED_OUT, "g");
+	tu_settle(&f->log);
+	TU_EQ("MOVED_OUT f", 1, tu_count(&f->log, wd, NOTIFYX_MOVED_OUT, "f"));
+	TU_EQ("MOVED_OUT g", 1, tu_count(&f->log, wr, NOTIFYX_MOVED_OUT, "g"));
+	TU_EQ("OVERFLOW events", 0, tu_count(&f->log, wd, NOTIFYX_OVERFLOW, NULL) +
+		  tu_count(&f->log, wr, NOTIFYX_OVERFLOW, NULL));
+}
+
 int conf_hold_run(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(many_moved_out, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(hold_blocks_own_watch_only, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(moved_root_moves_out, tu_setup, tu_teardown),
 	};
 
 	return cmocka_run_group_tests_name("conformance: the hold of a move's first half", tests,
