@@ -442,6 +442,31 @@ static void shallow(struct nx_kt_walk *wk, struct nx_node *n, int fd, const char
 	shallow_child(wk->nx, n, fd, name, len);
 }
 
+/* Is the directory open at fd, which a listing found at node n, in n's
+ * watch at another place?  With a filesystem mark, which hears every move,
+ * the listing is then ahead of the events: those that moved it are still to
+ * be read, and they move it in the table; it is not listed at n meanwhile
+ * (a copy would have it twice: where the events put it, with what it held
+ * then, and at n).  (Inode marks hear nothing of a directory's moves
+ * between directories they have not marked yet: nx_fan_attach takes it
+ * from the place the table has.) */
+static bool known_elsewhere(struct notifyx *nx, const struct nx_node *n, int fd)
+{
+	unsigned char id[ID_MAX];
+	struct fanid fid = { .data = id };
+	const struct nx_node *s;
+	struct kobj *k;
+
+	if (nx_fan_fd_id(fd, id, &fid.len) < 0)
+		return false;
+	fid.key = nx_fan_key(id, fid.len);
+	k = nx_fan_kobj_find(fan_of(nx), &fid);
+	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++)
+		if (s != n && !s->dead && nx_node_watch(s) == nx_node_watch(n) && s->parent)
+			return true;
+	return false;
+}
+
 /* nx_kt_walk's enter(): marks directory node n. */
 static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *name,
 		 const char *rel)
@@ -463,6 +488,11 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 		close(fd);
 		nx_fan_bury(nx, n);
 		return NX_KT_SKIP;
+	}
+	if (n->parent && nx_fan_fs_mode(w) && known_elsewhere(nx, n, fd)) {
+		close(fd);
+		errno = ELOOP;
+		return -1;
 	}
 	if (nx_fan_attach(nx, n, fd, !nx_fan_fs_mode(w)) < 0) {
 		err = errno;

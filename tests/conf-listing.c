@@ -17,12 +17,15 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "conformance.h"
@@ -229,6 +232,119 @@ static void list_once_while_growing_tmpdir(void **state)
 
 ON_BOTH_WITH(list_once_while_moving, list_once, 1)
 
+/* ---- a listing ahead of the events ---------------------------------------------- */
+
+/* The operations a test makes at the moment the library opens a directory
+ * named ahead.name to list it (after it read what was queued before). */
+static struct {
+	const char *name;
+	void (*fn)(void *arg);
+	void *arg;
+} ahead;
+
+static void run_ahead(void)
+{
+	ahead.name = NULL;
+	ahead.fn(ahead.arg);
+}
+
+/* Every openat(2) of the program, the library's included, comes here. */
+int openat(int dfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = (mode_t)va_arg(ap, int);
+		va_end(ap);
+	}
+	if (ahead.name && (flags & O_DIRECTORY) && !strcmp(path, ahead.name))
+		run_ahead();
+	return (int)syscall(SYS_openat, dfd, path, flags, mode);
+}
+
+/* And every name_to_handle_at(2): fanotify opens a directory it lists below
+ * its root with openat2 (a system call that no libc function wraps), then
+ * takes its handle. */
+int name_to_handle_at(int dfd, const char *path, struct file_handle *h, int *mnt_id, int flags)
+{
+	char link[64], target[4096];
+	size_t nlen = ahead.name ? strlen(ahead.name) : 0;
+	ssize_t len;
+
+	if (ahead.name && !*path) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", dfd);
+		len = readlink(link, target, sizeof(target));
+		if (len > (ssize_t)nlen && target[len - (ssize_t)nlen - 1] == '/' &&
+		    !memcmp(target + len - nlen, ahead.name, nlen))
+			run_ahead();
+	}
+	return (int)syscall(SYS_name_to_handle_at, dfd, path, h, mnt_id, flags);
+}
+
+static void file_out_then_dir_in(void *top)
+{
+	tu_rename(tu_path(top, "a/D/f1"), tu_path(top, "g"));
+	tu_rename(tu_path(top, "a/D"), tu_path(top, "n/D"));
+	tu_touch(tu_path(top, "n/D/f3"));
+}
+
+/*
+ * A directory n moves in from outside the watch; as the library opens it to
+ * list it, a file leaves a directory D, then D moves into n.  The listing
+ * finds D in n, ahead of the events of those moves, which are read after
+ * it.  Each event must apply to what the events before it made (the file's
+ * departure names D where they have it), and the mirror they make equals
+ * the tree.
+ */
+static void listing_ahead_of_a_move(struct tu_fix *f, const char *base)
+{
+	char *top = conf_join(base, "t");
+	int wd;
+
+	tu_mkdir(top);
+	tu_mkdir(tu_path(top, "a"));
+	tu_mkdir(tu_path(top, "a/D"));
+	tu_touch(tu_path(top, "a/D/f1"));
+	tu_touch(tu_path(top, "a/D/f2"));
+	wd = tu_add(&f->log, top, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, wd);
+	tu_mkdir(tu_path(base, "n"));
+	ahead.fn = file_out_then_dir_in;
+	ahead.arg = top;
+	ahead.name = "n";
+	tu_rename(tu_path(base, "n"), tu_path(top, "n"));
+	tu_settle(&f->log);
+	if (ahead.name) {
+		ahead.name = NULL;
+		free(top);
+		print_message("[ SKIP     ] the backend did not open n by that name to list it\n");
+		skip();
+	}
+	/* Each event applies to what the events before it made: a RENAME from
+	 * an entry never reported would say the file left a place the copy
+	 * never had it at (and the copy would keep it where it has it). */
+	struct conf_node *m = conf_node_new("", 0, 1);
+	for (size_t i = 0; i < f->log.n; i++) {
+		const struct tu_ev *e = &f->log.ev[i];
+		if (e->wd != wd)
+			continue;
+		if (e->mask == NOTIFYX_RENAME && !conf_node_find(m, e->old_path)) {
+			conf_dump(&f->log, "actual");
+			fail_msg("event #%zu: RENAME from \"%s\", an entry never reported", i,
+				 e->old_path);
+		}
+		conf_mirror_apply(m, e, 0);
+	}
+	conf_node_free(m);
+	conf_mirror_equals(&f->log, wd, top, NULL, "after the moves");
+	conf_no_error(&f->log);
+	free(top);
+}
+
+ON_BOTH(listing_ahead_of_a_move)
+
 int conf_listing_run(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +353,7 @@ int conf_listing_run(void)
 		/* on /tmp only: nothing of it depends on the filesystem, and it is slow */
 		cmocka_unit_test_setup_teardown(list_once_while_growing_tmpdir, tu_setup, conf_teardown),
 		TEST_BOTH(list_once_while_moving),
+		TEST_BOTH(listing_ahead_of_a_move),
 	};
 
 	return cmocka_run_group_tests_name("conformance: LIST beside other watches and under change",
