@@ -55,11 +55,10 @@ seed=1
 while test $seed -le "$seeds"; do
 	x=
 	# Exchanges with a directory, not on inotify nor on fanotify with
-	# inode marks: known bugs there (notifyx(7) BUGS: on inotify an
-	# exchange of a directory and a file while events are lost can leave
-	# the directory's entries under an old name; with inode marks an
-	# exchange read after a repair's listing can name an end the copy
-	# lacks).  Filesystem marks: as root with NOTIFYX_FANOTIFY_INODE_MAX=0.
+	# inode marks: known bugs there (notifyx(7) BUGS: an exchange made
+	# while a repair lists the tree can be read after that listing, which
+	# shows it done already, and name an end the copy lacks).  Filesystem
+	# marks: as root with NOTIFYX_FANOTIFY_INODE_MAX=0.
 	test $((seed % 4)) = 0 && test "$backend" != inotify && x=-x
 	test "$backend" = fanotify && { test "$(id -u)" != 0 ||
 		test "${NOTIFYX_FANOTIFY_INODE_MAX-}" != 0; } && x=""
