@@ -495,7 +495,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			}
 			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
 				nx_fan_detach(nx, c); /* the name held another directory */
-			if (!c->kref && nx_fan_attach(nx, c, l->fd, false) < 0) {
+			if (!c->kref && nx_fan_attach(nx, c, l->fd, 0) < 0) {
 				nx_lost(nx, w);
 				node = NULL;
 				break;
@@ -708,7 +708,7 @@ int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
 	}
 	fw->root_len = (size_t)len;
 	fw->fsmode = true;
-	if (nx_fan_attach(nx, w->root, fd, false) < 0 || fs_mark(nx, w, fw->root, mask) < 0 ||
+	if (nx_fan_attach(nx, w->root, fd, 0) < 0 || fs_mark(nx, w, fw->root, mask) < 0 ||
 	    (!(w->flags & NOTIFYX_WATCH_XDEV) && fs_mark_submounts(nx, w, mask) < 0))
 		goto fail;
 	fa->nfswatches++;

@@ -175,7 +175,10 @@ int nx_fan_mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd);
 /* The key of the object with kobj key obj at the entry name of directory n
  * (fan->skipped, fan->stale). */
 uint64_t nx_fan_place_key(uint64_t obj, const struct nx_node *n, const char *name, size_t len);
-int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark);
+/* nx_fan_attach()'s how: mark the object; leave a directory the watch has
+ * at another place there (ELOOP). */
+enum { NX_FAN_MARK = 1, NX_FAN_STAY = 2 };
+int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, unsigned how);
 int nx_fan_open_node(struct notifyx *nx, struct nx_node *n);
 void nx_fan_unmark(struct notifyx *nx, const struct kobj *k, int fd);
 struct kobj *nx_fan_unsubscribe(struct nx_node *n);

@@ -176,7 +176,7 @@ static int setup(struct notifyx *nx, struct nx_watch *w, int fd, enum marks how)
 		}
 		goto fail;
 	}
-	if (nx_fan_attach(nx, w->root, fd, true) == 0)
+	if (nx_fan_attach(nx, w->root, fd, NX_FAN_MARK) == 0)
 		return 0;
 fail:
 	err = errno;

@@ -165,8 +165,11 @@ static void stale_place(struct fan *fa, const struct nx_node *n)
 			   (void *)1);
 }
 
-/* Subscribes node n to the object open at fd; marks it when mark is true. */
-int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, bool mark)
+/* Subscribes node n to the object open at fd, and with NX_FAN_MARK marks
+ * it.  A directory that n's watch has at another place is taken from there
+ * (the events read so far lag behind the filesystem); with NX_FAN_STAY it
+ * stays there and attaching fails with ELOOP. */
+int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, unsigned how)
 {
 	struct fan *fa = fan_of(nx);
 	unsigned char id[ID_MAX];
@@ -200,7 +203,7 @@ again:
 		k->mnt_id = nx_fan_mnt_of(fd);
 		fresh = true;
 	}
-	uint64_t want = mark ? node_mask(n, k->isdir) : 0;
+	uint64_t want = how & NX_FAN_MARK ? node_mask(n, k->isdir) : 0;
 	if (want & ~k->kmask) {
 		if (nx_fan_mark_fd(fa, FAN_MARK_ADD, k->kmask | want, fd) < 0) {
 			int err = errno;
@@ -224,7 +227,8 @@ again:
 	struct nx_node *s;
 
 	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++) {
-		if (nx_node_watch(s) == nx_node_watch(n) && s != n && nx_within(n, s)) {
+		if (nx_node_watch(s) == nx_node_watch(n) && s != n &&
+		    (nx_within(n, s) || ((how & NX_FAN_STAY) && s->parent))) {
 			errno = ELOOP;
 			return -1;
 		}
@@ -431,7 +435,7 @@ static void shallow_child(struct notifyx *nx, struct nx_node *n, int pfd, const 
 	if (nx_node_find(&nx->paths, n, name, len) || !(c = nx_node_add(&nx->paths, n, name, len)))
 		return;
 	fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || nx_fan_attach(nx, c, fd, false) < 0)
+	if (fd < 0 || nx_fan_attach(nx, c, fd, 0) < 0)
 		nx_fan_bury(nx, c); /* its own events are not named: at worst they are missed */
 	if (fd >= 0)
 		close(fd);
@@ -440,31 +444,6 @@ static void shallow_child(struct notifyx *nx, struct nx_node *n, int pfd, const 
 static void shallow(struct nx_kt_walk *wk, struct nx_node *n, int fd, const char *name, size_t len)
 {
 	shallow_child(wk->nx, n, fd, name, len);
-}
-
-/* Is the directory open at fd, which a listing found at node n, in n's
- * watch at another place?  With a filesystem mark, which hears every move,
- * the listing is then ahead of the events: those that moved it are still to
- * be read, and they move it in the table; it is not listed at n meanwhile
- * (a copy would have it twice: where the events put it, with what it held
- * then, and at n).  (Inode marks hear nothing of a directory's moves
- * between directories they have not marked yet: nx_fan_attach takes it
- * from the place the table has.) */
-static bool known_elsewhere(struct notifyx *nx, const struct nx_node *n, int fd)
-{
-	unsigned char id[ID_MAX];
-	struct fanid fid = { .data = id };
-	const struct nx_node *s;
-	struct kobj *k;
-
-	if (nx_fan_fd_id(fd, id, &fid.len) < 0)
-		return false;
-	fid.key = nx_fan_key(id, fid.len);
-	k = nx_fan_kobj_find(fan_of(nx), &fid);
-	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++)
-		if (s != n && !s->dead && nx_node_watch(s) == nx_node_watch(n) && s->parent)
-			return true;
-	return false;
 }
 
 /* nx_kt_walk's enter(): marks directory node n. */
@@ -489,12 +468,15 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 		nx_fan_bury(nx, n);
 		return NX_KT_SKIP;
 	}
-	if (n->parent && nx_fan_fs_mode(w) && known_elsewhere(nx, n, fd)) {
-		close(fd);
-		errno = ELOOP;
-		return -1;
-	}
-	if (nx_fan_attach(nx, n, fd, !nx_fan_fs_mode(w)) < 0) {
+	/* With a filesystem mark, which hears every move, a directory the
+	 * watch has at another place is one this listing found ahead of the
+	 * events: those that moved it are still to be read, and they move it
+	 * in the table; it is not listed at n meanwhile (a copy would have it
+	 * twice, where the events put it, with what it held then, and at n).
+	 * Inode marks hear nothing of a directory's moves between directories
+	 * they have not marked yet: they take it from where the table has it. */
+	unsigned how = !nx_fan_fs_mode(w) ? NX_FAN_MARK : n->parent ? NX_FAN_STAY : 0;
+	if (nx_fan_attach(nx, n, fd, how) < 0) {
 		err = errno;
 		close(fd);
 		errno = err;

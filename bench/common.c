@@ -550,11 +550,11 @@ void wp_stop(struct wproc *p)
 static cpu_set_t other_set(void)
 {
 	cpu_set_t set;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = sysconf(_SC_NPROCESSORS_ONLN), self = sched_getcpu();
 
 	CPU_ZERO(&set);
 	for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-		if (i != sched_getcpu())
+		if (i != self)
 			CPU_SET(i, &set);
 	return set;
 }
