@@ -657,7 +657,7 @@ static void make_tree(const char *where, int n)
 		tu_mkdir(tu_path(dir, tu_fmt("d%02d", i)));
 }
 
-static void enospc_nothing_left(void **state)
+static void sysctl_enospc_nothing_left(void **state)
 {
 	struct tu_fix *f = F(state);
 	long usage;
@@ -699,7 +699,7 @@ static void enospc_nothing_left(void **state)
 	TU_NONE(&f->log, small, NOTIFYX_ERROR, NULL);
 }
 
-static void error_when_limit_reached_later(void **state)
+static void sysctl_enospc_later(void **state)
 {
 	struct tu_fix *f = F(state);
 	long usage;
@@ -771,8 +771,8 @@ int conf_events_run(void)
 		cmocka_unit_test_setup_teardown(exchange_dir_file, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(overflow_small_queue, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rm_watch_queued_then_nothing, tu_setup, tu_teardown),
-		cmocka_unit_test_setup_teardown(enospc_nothing_left, tu_setup, tu_teardown),
-		cmocka_unit_test_setup_teardown(error_when_limit_reached_later, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(sysctl_enospc_nothing_left, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(sysctl_enospc_later, tu_setup, tu_teardown),
 	};
 
 	return cmocka_run_group_tests_name("conformance: events", tests, NULL, NULL);

@@ -677,7 +677,7 @@ static int write_long(const char *file, long v)
  * of 64 creations; IN_Q_OVERFLOW is the watch's OVERFLOW, and the repair
  * reports the CREATEs the kernel dropped, then SYNC.
  */
-static void kernel_overflow(void **state)
+static void sysctl_kernel_overflow(void **state)
 {
 	struct tu_fix *f = F(state);
 	size_t o, s;
@@ -740,7 +740,7 @@ int conf_rescan_run(void)
 		TEST_BOTH(goes_on),
 		cmocka_unit_test_setup_teardown(list_rescan_syncs, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(no_rescan_no_sync, tu_setup, tu_teardown),
-		cmocka_unit_test_setup_teardown(kernel_overflow, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(sysctl_kernel_overflow, tu_setup, tu_teardown),
 	};
 
 	return cmocka_run_group_tests_name("conformance: RESCAN", tests, NULL, NULL);
