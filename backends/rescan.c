@@ -382,6 +382,54 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, 
 		nx_snap_move(b, dir, name, nlen);
 }
 
+/* Is a a proper ancestor of b (paths below the root)? */
+static bool below(const char *a, size_t alen, const char *b, size_t blen)
+{
+	return alen < blen && b[alen] == '/' && !memcmp(a, b, alen);
+}
+
+/*
+ * The model of a watch that mirrors (LIST, and every event that changes
+ * the tree's shape) is what the application's copy holds.  An event that
+ * such a copy cannot apply (an entry made in a directory the copy lacks or
+ * has as a file, an exchange with an end the copy lacks, a rename of an
+ * entry into itself) says that the library lost track of the tree: a
+ * listing saw changes that events read after it report again (notifyx(7),
+ * BUGS).  Delivered, it would make the copy and the model differ, and no
+ * repair could mend what the model does not know is wrong; counted as a
+ * loss instead, it is mended by the repair that follows.  The other
+ * watches keep the model lenient: it follows whatever comes.
+ */
+#define MIRROR_EVENTS \
+	(NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME | NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN)
+
+bool nx_rescan_applies(const struct nx_watch *w, uint32_t mask, uint32_t flags, const char *path,
+		       size_t path_len, const char *old, size_t old_len)
+{
+	struct nx_snode *dir, *a, *b;
+	const char *name;
+	size_t nlen;
+
+	if (!(w->flags & NOTIFYX_WATCH_LIST) || (w->events & MIRROR_EVENTS) != MIRROR_EVENTS)
+		return true;
+	switch (mask) {
+	case NOTIFYX_CREATE:
+	case NOTIFYX_MOVED_IN:
+		lookup(w->rescan->model, path, path_len, &dir, &name, &nlen);
+		return dir != NULL;
+	case NOTIFYX_RENAME:
+		if (below(path, path_len, old, old_len) || below(old, old_len, path, path_len))
+			return false;
+		b = lookup(w->rescan->model, path, path_len, &dir, &name, &nlen);
+		if (!(flags & NOTIFYX_EVENT_EXCHANGE))
+			return dir != NULL;
+		a = lookup(w->rescan->model, old, old_len, &dir, &name, &nlen);
+		return a && b;
+	default:
+		return true;
+	}
+}
+
 void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
 		     const char *path, size_t path_len, const char *old, size_t old_len)
 {

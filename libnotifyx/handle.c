@@ -392,6 +392,11 @@ bool nx_emit(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t fla
 	}
 	if ((mask & NOTIFYX_ALL_EVENTS) && !(mask & w->events))
 		return false;
+	if (w->rescan && !w->repairing &&
+	    !nx_rescan_applies(w, mask, flags, path, path_len, old, old_len)) {
+		nx_lost(nx, w); /* lost track: the repair mends it (rescan.c) */
+		return false;
+	}
 	/* A RESCAN watch whose root is gone cannot be repaired: what ends it
 	 * is never lost. */
 	if (!w->staging && q->count - q->exempt >= nx->queue_max &&

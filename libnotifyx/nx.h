@@ -341,6 +341,11 @@ uint64_t nx_now_ns(void);
  * (with NOTIFYX_WATCH_LIST and rebuild when the application did not ask
  * for a listing, which then fills the model alone). */
 int nx_rescan_start(struct notifyx *nx, struct nx_watch *w);
+/* False when an application's copy that follows "Mirroring a tree"
+ * (notifyx(7)), and so the model, could not apply this event of w's: see
+ * rescan.c. */
+bool nx_rescan_applies(const struct nx_watch *w, uint32_t mask, uint32_t flags, const char *path,
+		       size_t path_len, const char *old, size_t old_len);
 /* The model follows ev, just queued for w. */
 void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
 		     const char *path, size_t path_len, const char *old, size_t old_len);
