@@ -348,22 +348,25 @@ static int open_dir_id(struct notifyx *nx, const struct fanid *id)
 
 /* True when what the rename of record r queued is surely in the kernel
  * queue.  A rename queues its records (the two FAN_RENAMEs of an exchange)
- * while it holds the lock of the directory it moves from, and d_move() left
- * no entry of the old name in the dentry cache: looking that name up takes
- * the lock (and one that finds a negative entry was made after the rename
- * let go of it).  Not when the name exists, as after an exchange, which
- * leaves both names in the cache, or when the directory cannot be reached. */
+ * while it holds the lock of the directory it moves from, and a lookup that
+ * misses the dentry cache takes that lock: it returns once the rename has
+ * let go.  The name looked up is one no directory holds and never looked up
+ * before (the old name is in the cache after an exchange, found without the
+ * lock); a lookup makes no fanotify event.  False when the directory cannot
+ * be reached. */
 static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 {
+	char name[64];
 	struct stat st;
-	int fd = r->odfid.len && r->oname.len ? open_dir_id(nx, &r->odfid) : -1;
-	bool gone;
+	int fd = r->odfid.len ? open_dir_id(nx, &r->odfid) : -1;
+	bool synced;
 
 	if (fd < 0)
 		return false;
-	gone = fstatat(fd, r->oname.name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	snprintf(name, sizeof(name), ".notifyx-sync-%ld-%lu", (long)getpid(), ++fan_of(nx)->syncs);
+	synced = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 	close(fd);
-	return gone;
+	return synced;
 }
 
 /* The last record of buf is the FAN_RENAME r: the second FAN_RENAME of an
