@@ -70,6 +70,9 @@ ssize_t nx_fan_read(struct fan *fa, size_t size)
 	/* A read that filled its room: the kernel may hold more, such as the
 	 * second FAN_RENAME of an exchange. */
 	fa->more = size - (size_t)n < 4096;
+	/* buf ends with another record: second_half() may wait for what
+	 * follows it (whatever waits this call made before). */
+	fa->waited = false;
 	return n;
 }
 
@@ -155,8 +158,6 @@ void nx_fan_consume(struct fan *fa, size_t pos)
 	}
 	fa->npending = j;
 	fa->pend_start = 0;
-	if (pos)
-		fa->waited = false;
 	if (!fa->len) {
 		fa->unsure = false;
 		if (fa->ahead) /* give back what a read ahead used */
