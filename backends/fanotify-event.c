@@ -347,31 +347,17 @@ static int open_dir_id(struct notifyx *nx, const struct fanid *id)
 }
 
 /* True when what the rename of record r queued is surely in the kernel
- * queue.  A rename queues its records (the two FAN_RENAMEs of an exchange)
- * while it holds the lock of the directory it moves from, and a lookup that
- * misses the dentry cache takes that lock: it returns once the rename has
- * let go.  The old name, which d_move() left out of the cache, is such a
- * lookup; after an exchange it is in the cache, found without the lock:
- * then a name never looked up before is (one negative dentry for each
- * exchange a read splits; a lookup makes no fanotify event).  False when
- * the directory cannot be reached. */
+ * queue (nx_kt_rename_over); false when the directory cannot be reached. */
 static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 {
-	char name[64];
-	struct stat st;
 	int fd = r->odfid.len && r->oname.len ? open_dir_id(nx, &r->odfid) : -1;
-	bool synced;
+	bool over;
 
 	if (fd < 0)
 		return false;
-	synced = fstatat(fd, r->oname.name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
-	if (!synced) {
-		snprintf(name, sizeof(name), ".notifyx-sync-%ld-%lu", (long)getpid(),
-			 ++fan_of(nx)->syncs);
-		synced = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
-	}
+	over = nx_kt_rename_over(fd, r->oname.name, &fan_of(nx)->syncs);
 	close(fd);
-	return synced;
+	return over;
 }
 
 /* The last record of buf is the FAN_RENAME r: the second FAN_RENAME of an

@@ -153,20 +153,23 @@ static bool has_kwd(const int *v, size_t n, int kwd)
 
 /* The record at pos needs a later one that is not in buf: true while it
  * may still come (read on, or wait), false when it is time to go on
- * without it.  drained: the kernel had nothing more to give. */
-static bool held(struct notifyx *nx, size_t pos, bool drained)
+ * without it.  drained: the kernel had nothing more to give.  The records
+ * from later_at on (0: right after it) are those read after its move (a
+ * MOVED_TO of its own pair is not). */
+static bool held_from(struct notifyx *nx, size_t pos, size_t later_at, bool drained)
 {
 	struct ino *in = ino_of(nx);
 	uint64_t until = read_at(in, pos) + NX_HOLD_NS;
 	struct inotify_event ev;
-	int later = -1; /* the records read after it */
+	int later = 0; /* the records read after its move */
 	struct inrec r;
 	bool synced = drained && pos < in->sync_end;
 
 	if (!nx_inotify_decode(in->buf, in->len, pos, &r))
 		return false;
-	for (size_t p = pos; later < HOLD_DISTANCE && nx_ino_peek(in, p, &ev); p += sizeof(ev) + ev.len)
-		if (later++ >= 0 && ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
+	for (size_t p = later_at ? later_at : pos + r.size;
+	     later < HOLD_DISTANCE && nx_ino_peek(in, p, &ev); p += sizeof(ev) + ev.len, later++)
+		if (ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
 			return false; /* made under the lock the move held: see sync_holds */
 	if (in->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
 	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
@@ -186,6 +189,11 @@ static bool held(struct notifyx *nx, size_t pos, bool drained)
 	memcpy(in->held_name[i], r.name, r.name_len);
 	in->held_name[i][r.name_len] = '\0';
 	return true;
+}
+
+static bool held(struct notifyx *nx, size_t pos, bool drained)
+{
+	return held_from(nx, pos, 0, drained);
 }
 
 /* A descriptor of the directory of kernel watch kw, for sync_holds(): the
@@ -227,19 +235,15 @@ static int sync_dir(struct notifyx *nx, const struct kwatch *kw, bool *owned)
  * and every change of that directory's entries takes the same lock: so of the
  * MOVED_FROMs of one directory only the last can still wait for its second
  * half (a later change of that directory's entries in the stream shows it
- * has not), and only while that lock is held.  Looking up its old name takes the
- * lock (d_move() left no entry of that name in the dentry cache, and none can
- * appear while the lock is held); once that lookup returned, what the rename
- * queued is in the kernel queue, and a second half that the next read does
- * not find will not come.  (An exchange leaves the old name in the cache at
- * once: one split by the read exactly between its halves ends as at a
- * timeout, as two lone halves.)  Returns false when no directory could be
- * reached (the holds then end by time or distance only).
+ * has not), and only while that lock is held.  Once nx_kt_rename_over()
+ * returned, what the rename queued is in the kernel queue (an exchange's
+ * four records included), and a second half that the next read does not
+ * find will not come.  Returns false when no directory could be reached
+ * (the holds then end by time or distance only).
  */
 static bool sync_holds(struct notifyx *nx)
 {
 	struct ino *in = ino_of(nx);
-	struct stat st;
 
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
@@ -260,8 +264,7 @@ static bool sync_holds(struct notifyx *nx)
 				in->sync_fd_kwd = kw->kwd;
 			}
 		}
-		/* ENOENT is the usual answer: either answer comes from the lookup. */
-		if (fstatat(pfd, in->held_name[i], &st, AT_SYMLINK_NOFOLLOW) == 0 || errno == ENOENT)
+		if (nx_kt_rename_over(pfd, in->held_name[i], &in->syncs))
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;
@@ -430,8 +433,11 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	m.tname = to.name;
 	m.tlen = to.name_len;
 	if (!nx_ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
-		if (incomplete && !drained)
-			return false; /* read on: the reverse pair may follow */
+		/* The reverse pair may follow: read on, or, when the read may
+		 * have ended inside the exchange, wait for it as for a second
+		 * half (sync_holds: the rename is over, or the hold's time). */
+		if (incomplete && held_from(nx, pos, tpos + to.size, drained))
+			return false;
 		nx_ino_consume(in, tpos);
 		nx_ino_do_move(nx, &m);
 		return true;

@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -114,6 +116,17 @@ int64_t nx_kt_repair_from(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ((int64_t)ts.tv_sec - REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
+}
+
+bool nx_kt_rename_over(int dfd, const char *name, unsigned long *count)
+{
+	char never[64];
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)getpid(), ++*count);
+	return fstatat(dfd, never, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 
 /* ---- listing ---- */

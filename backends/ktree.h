@@ -89,6 +89,18 @@ int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type
  * before the records it drops end. */
 int64_t nx_kt_repair_from(void);
 
+/* Waits until a rename out of directory dfd whose old name was name is
+ * over, so that every record it queues (the two halves of an exchange
+ * included) is in the kernel queue.  A rename queues them while it holds
+ * the directory's lock, and a lookup that misses the dentry cache takes that
+ * lock.  The old name, which d_move() left out of the cache, is such a
+ * lookup; after an exchange it is in the cache, found without the lock:
+ * then a name never looked up before is (".notifyx-sync-PID-N", N from
+ * *count; one negative dentry for each exchange a read splits; a lookup
+ * makes no inotify or fanotify event).  False when neither lookup could
+ * tell (an error other than ENOENT). */
+bool nx_kt_rename_over(int dfd, const char *name, unsigned long *count);
+
 /* One walk: what the backend does at each directory, and how. */
 struct nx_kt_walk {
 	struct notifyx *nx;
