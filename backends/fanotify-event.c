@@ -20,30 +20,16 @@
 
 /* ---- dispatching kernel events ---- */
 
+static bool stale(const void *fa, const struct nx_node *s)
+{
+	return nx_fan_stale(fa, s);
+}
+
 size_t nx_fan_subscribers(struct notifyx *nx, const struct kobj *k, int i)
 {
 	struct fan *fa = fan_of(nx);
-	size_t n = 0;
 
-	struct nx_node *s;
-
-	for (size_t si = 0; k && (s = nx_subs_get(k->subs, si)); si++) {
-		if (nx_fan_stale(fa, s))
-			continue;
-		if (n == fa->vec_cap[i]) {
-			size_t cap = n ? n * 2 : 8;
-			struct nx_node **v = realloc(fa->vec[i], cap * sizeof(*v));
-			if (!v) {
-				for (; (s = nx_subs_get(k->subs, si)); si++)
-					nx_lost(nx, nx_node_watch(s));
-				break;
-			}
-			fa->vec[i] = v;
-			fa->vec_cap[i] = cap;
-		}
-		fa->vec[i][n++] = s;
-	}
-	return n;
+	return nx_kt_subscribers(nx, k ? k->subs : 0, stale, fa, &fa->vec[i], &fa->vec_cap[i]);
 }
 
 /* ---- held roots ---- */

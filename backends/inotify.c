@@ -121,8 +121,9 @@ uint32_t nx_ino_node_mask(const struct nx_node *n)
 /* The record being handled was queued before a repair of n's watch read
  * the tree again (ino_repair): what it says is in that reading already, and
  * the table it was queued for is gone. */
-static bool stale(const struct ino *in, const struct nx_node *n)
+static bool stale(const void *ctx, const struct nx_node *n)
 {
+	const struct ino *in = ctx;
 	const struct iwatch *iw = iw_of(nx_node_watch(n));
 
 	return iw && in->cur < iw->since;
@@ -132,27 +133,8 @@ static bool stale(const struct ino *in, const struct nx_node *n)
 size_t nx_ino_subscribers(struct notifyx *nx, const struct kwatch *kw, int i)
 {
 	struct ino *in = ino_of(nx);
-	size_t n = 0;
 
-	struct nx_node *s;
-
-	for (size_t si = 0; kw && (s = nx_subs_get(kw->subs, si)); si++) {
-		if (stale(in, s))
-			continue;
-		if (n == in->vec_cap[i]) {
-			size_t cap = n ? n * 2 : 8;
-			struct nx_node **v = realloc(in->vec[i], cap * sizeof(*v));
-			if (!v) { /* the rest miss this event: say so */
-				for (; (s = nx_subs_get(kw->subs, si)); si++)
-					nx_lost(nx, nx_node_watch(s));
-				break;
-			}
-			in->vec[i] = v;
-			in->vec_cap[i] = cap;
-		}
-		in->vec[i][n++] = s;
-	}
-	return n;
+	return nx_kt_subscribers(nx, kw ? kw->subs : 0, stale, in, &in->vec[i], &in->vec_cap[i]);
 }
 
 /* The filesystem mounted at directory node n (not a root) went: the mount

@@ -118,6 +118,32 @@ int64_t nx_kt_repair_from(void)
 	return ((int64_t)ts.tv_sec - REPAIR_SLACK_S) * 1000000000 + ts.tv_nsec;
 }
 
+size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
+			 bool (*stale)(const void *ctx, const struct nx_node *s), const void *ctx,
+			 struct nx_node ***v, size_t *cap)
+{
+	struct nx_node *s;
+	size_t n = 0;
+
+	for (size_t si = 0; (s = nx_subs_get(subs, si)); si++) {
+		if (stale(ctx, s))
+			continue;
+		if (n == *cap) {
+			size_t more = n ? n * 2 : 8;
+			struct nx_node **grown = realloc(*v, more * sizeof(*grown));
+			if (!grown) { /* the rest miss this event: say so */
+				for (; (s = nx_subs_get(subs, si)); si++)
+					nx_lost(nx, nx_node_watch(s));
+				break;
+			}
+			*v = grown;
+			*cap = more;
+		}
+		(*v)[n++] = s;
+	}
+	return n;
+}
+
 bool nx_kt_rename_over(int dfd, const char *name, unsigned long *count)
 {
 	char never[64];

@@ -89,6 +89,13 @@ int nx_kt_list_entry(void *ctx, const char *name, size_t len, unsigned char type
  * before the records it drops end. */
 int64_t nx_kt_repair_from(void);
 
+/* Copies the subscribers in subs that stale(ctx, s) does not drop into the
+ * scratch list *v (of *cap, grown as needed); out of memory, the rest lose
+ * the event (nx_lost).  Returns how many it copied. */
+size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
+			 bool (*stale)(const void *ctx, const struct nx_node *s), const void *ctx,
+			 struct nx_node ***v, size_t *cap);
+
 /* Waits until a rename out of directory dfd whose old name was name is
  * over, so that every record it queues (the two halves of an exchange
  * included) is in the kernel queue.  A rename queues them while it holds
