@@ -341,7 +341,7 @@ static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 
 	if (fd < 0)
 		return false;
-	over = nx_kt_rename_over(fd, r->oname.name, &fan_of(nx)->syncs);
+	over = nx_kt_rename_over(fd, r->oname.name);
 	close(fd);
 	return over;
 }

@@ -264,7 +264,7 @@ static bool sync_holds(struct notifyx *nx)
 				in->sync_fd_kwd = kw->kwd;
 			}
 		}
-		if (nx_kt_rename_over(pfd, in->held_name[i], &in->syncs))
+		if (nx_kt_rename_over(pfd, in->held_name[i]))
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;

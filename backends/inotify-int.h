@@ -98,7 +98,6 @@ struct ino {
 	 * that it is still that kernel watch's directory, and a close each);
 	 * -1 when none. */
 	int sync_fd, sync_fd_kwd;
-	unsigned long syncs;  /* names looked up to wait for a rename (nx_kt_rename_over) */
 	bool fed;             /* records came from nx_inotify_feed: never sync */
 	/* When the records in buf were read, oldest first (the last mark
 	 * grows when they are all taken: those records then end their holds

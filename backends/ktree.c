@@ -144,14 +144,15 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
 	return n;
 }
 
-bool nx_kt_rename_over(int dfd, const char *name, unsigned long *count)
+bool nx_kt_rename_over(int dfd, const char *name)
 {
+	static _Atomic unsigned long looked_up;
 	char never[64];
 	struct stat st;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT;
-	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)getpid(), ++*count);
+	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)getpid(), ++looked_up);
 	return fstatat(dfd, never, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 

@@ -102,11 +102,12 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
  * the directory's lock, and a lookup that misses the dentry cache takes that
  * lock.  The old name, which d_move() left out of the cache, is such a
  * lookup; after an exchange it is in the cache, found without the lock:
- * then a name never looked up before is (".notifyx-sync-PID-N", N from
- * *count; one negative dentry for each exchange a read splits; a lookup
+ * then a name never looked up before is (".notifyx-sync-PID-N", N counted
+ * for the whole process, as a name another handle looked up is in the
+ * cache too; one negative dentry for each exchange a read splits; a lookup
  * makes no inotify or fanotify event).  False when neither lookup could
  * tell (an error other than ENOENT). */
-bool nx_kt_rename_over(int dfd, const char *name, unsigned long *count);
+bool nx_kt_rename_over(int dfd, const char *name);
 
 /* One walk: what the backend does at each directory, and how. */
 struct nx_kt_walk {
