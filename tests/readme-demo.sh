@@ -49,9 +49,15 @@ echo hello >"$dir/sub/file"
 mv "$dir/sub/file" "$dir/sub/renamed"
 rm -r "$dir/sub"
 expect "create isdir \"$dir/sub\""
-# made before the library watched sub/: found by its listing (synthetic)
-expect "create (synthetic )?\"$dir/sub/file\""
-expect "rename \"$dir/sub/renamed\" from \"$dir/sub/file\""
 expect "delete \"$dir/sub/renamed\""
 expect "delete isdir \"$dir/sub\""
+# sub/file was made before the library watched sub/ (found by its listing:
+# synthetic), then renamed; or, when the listing came after the mv (this
+# shell's mv against the library's read of sub's CREATE: a race on a busy
+# machine), the listing found sub/renamed.  Either way, each change once.
+if ! { grep -qxE "create (synthetic )?\"$dir/sub/file\"" "$out" &&
+	grep -qxF "rename \"$dir/sub/renamed\" from \"$dir/sub/file\"" "$out"; } &&
+	! grep -qxF "create synthetic \"$dir/sub/renamed\"" "$out"; then
+	fail "neither sub/file made and renamed, nor sub/renamed listed"
+fi
 echo "readme-demo: scripts/demo under $sh printed every change"
