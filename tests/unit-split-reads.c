@@ -20,6 +20,10 @@
  *   taken for a plain move in, then a move out); and its old name is found
  *   in the dentry cache without the directory's lock, so looking it up does
  *   not wait for the rename to be over.
+ * Then two directories the watch sees, exchanged, the first read ending
+ * after the first inotify pair (one FAN_RENAME on fanotify): one RENAME
+ * flagged EXCHANGE (it came out on inotify as "rename dz <- dx", "rename
+ * dx <- dz", after which a copy has one directory, not two).
  *
  * inotify; fanotify with inode marks, and with the filesystem mark on a
  * tmpfs of the test's own (in a mount namespace of its own: on /tmp it
@@ -128,8 +132,10 @@ static void collect(struct notifyx *nx, char *out, size_t size)
 					   : e->mask == NOTIFYX_MOVED_OUT ? "moved_out"
 					   : e->mask == NOTIFYX_MOVED_IN  ? "moved_in"
 									  : "other";
-			used += (size_t)snprintf(out + used, size - used, "%s %s\n", what,
-						 notifyx_event_path(e));
+			const char *old = notifyx_event_old_path(e);
+			used += (size_t)snprintf(out + used, size - used, "%s%s %s%s%s\n", what,
+						 e->flags & NOTIFYX_EVENT_EXCHANGE ? " exchange" : "",
+						 notifyx_event_path(e), old ? " <- " : "", old ? old : "");
 			assert_true(used < size);
 		}
 	}
@@ -138,8 +144,10 @@ static void collect(struct notifyx *nx, char *out, size_t size)
 struct mode {
 	uint32_t backend;
 	const char *inode_max; /* fanotify: NOTIFYX_FANOTIFY_INODE_MAX, "0" a filesystem mark */
-	const int *plan;       /* records per read */
+	const int *plan;       /* records per read: the rename and the exchange with *.tmp */
 	size_t plan_len;
+	const int *plan2;      /* the exchange of two directories */
+	size_t plan2_len;
 };
 
 static void test_split(void **state)
@@ -176,7 +184,20 @@ static void test_split(void **state)
 	plan_left = m->plan_len;
 	collect(nx, got, sizeof(got));
 	plan_left = 0;
-	assert_string_equal(got, "rename b\nmoved_out y\nmoved_in y\n");
+	assert_string_equal(got, "rename b <- a\nmoved_out y\nmoved_in y\n");
+
+	/* Two directories the watch sees, exchanged: one event (taken apart,
+	 * a rename and a rename back, a copy would lose one of them). */
+	unit_sh("cd %s && mkdir dx dz", base);
+	collect(nx, got, sizeof(got));
+	snprintf(from, sizeof(from), "%s/dx", base);
+	snprintf(to, sizeof(to), "%s/dz", base);
+	assert_int_equal(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE), 0);
+	plan = m->plan2;
+	plan_left = m->plan2_len;
+	collect(nx, got, sizeof(got));
+	plan_left = 0;
+	assert_string_equal(got, "rename exchange dz <- dx\n");
 
 	assert_int_equal(notifyx_close(nx), 0);
 	if (fs_mark)
@@ -209,10 +230,12 @@ int main(void)
 	/* inotify: the rename's two records and the exchange's first pair;
 	 * fanotify: one record a read (a rename is one record, an exchange
 	 * two). */
-	static const int first_pairs[] = { 4 }, singles[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
-	static const struct mode inotify = { NOTIFYX_BACKEND_INOTIFY, NULL, first_pairs, 1 },
-				 fan_inode = { NOTIFYX_BACKEND_FANOTIFY, "1000000", singles, 8 },
-				 fan_fs = { NOTIFYX_BACKEND_FANOTIFY, "0", singles, 8 };
+	static const int first_pairs[] = { 4 }, first_pair[] = { 2 },
+			 singles[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	static const struct mode
+		inotify = { NOTIFYX_BACKEND_INOTIFY, NULL, first_pairs, 1, first_pair, 1 },
+		fan_inode = { NOTIFYX_BACKEND_FANOTIFY, "1000000", singles, 8, singles, 8 },
+		fan_fs = { NOTIFYX_BACKEND_FANOTIFY, "0", singles, 8, singles, 8 };
 	int failed = 0, ran = 0;
 
 	ran += run("inotify", &inotify, &failed);
