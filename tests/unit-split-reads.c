@@ -141,6 +141,22 @@ static void collect(struct notifyx *nx, char *out, size_t size)
 	}
 }
 
+/* Exchanges base/a and base/b, then reads what comes, the reads of the
+ * kernel queue ended by plan (len steps), as lines into out. */
+static void exchange_read(struct notifyx *nx, const char *base, const char *a, const char *b,
+			  const int *steps, size_t len, char *out, size_t size)
+{
+	char from[64], to[64];
+
+	snprintf(from, sizeof(from), "%s/%s", base, a);
+	snprintf(to, sizeof(to), "%s/%s", base, b);
+	assert_int_equal(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE), 0);
+	plan = steps;
+	plan_left = len;
+	collect(nx, out, size);
+	plan_left = 0;
+}
+
 struct mode {
 	uint32_t backend;
 	const char *inode_max; /* fanotify: NOTIFYX_FANOTIFY_INODE_MAX, "0" a filesystem mark */
@@ -156,7 +172,7 @@ static void test_split(void **state)
 	bool fs_mark = m->inode_max && !strcmp(m->inode_max, "0");
 	struct notifyx_config cfg = { .size = sizeof(cfg), .backend = m->backend,
 				      .flags = NOTIFYX_NONBLOCK };
-	char base[] = "/tmp/nx-split.XXXXXX", got[4096], from[64], to[64];
+	char base[] = "/tmp/nx-split.XXXXXX", got[4096];
 	struct notifyx *nx;
 
 	assert_non_null(mkdtemp(base));
@@ -177,26 +193,14 @@ static void test_split(void **state)
 	collect(nx, got, sizeof(got));
 
 	unit_sh("cd %s && mv a b", base);
-	snprintf(from, sizeof(from), "%s/y.tmp", base);
-	snprintf(to, sizeof(to), "%s/y", base);
-	assert_int_equal(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE), 0);
-	plan = m->plan;
-	plan_left = m->plan_len;
-	collect(nx, got, sizeof(got));
-	plan_left = 0;
+	exchange_read(nx, base, "y.tmp", "y", m->plan, m->plan_len, got, sizeof(got));
 	assert_string_equal(got, "rename b <- a\nmoved_out y\nmoved_in y\n");
 
 	/* Two directories the watch sees, exchanged: one event (taken apart,
 	 * a rename and a rename back, a copy would lose one of them). */
 	unit_sh("cd %s && mkdir dx dz", base);
 	collect(nx, got, sizeof(got));
-	snprintf(from, sizeof(from), "%s/dx", base);
-	snprintf(to, sizeof(to), "%s/dz", base);
-	assert_int_equal(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE), 0);
-	plan = m->plan2;
-	plan_left = m->plan2_len;
-	collect(nx, got, sizeof(got));
-	plan_left = 0;
+	exchange_read(nx, base, "dx", "dz", m->plan2, m->plan2_len, got, sizeof(got));
 	assert_string_equal(got, "rename exchange dz <- dx\n");
 
 	assert_int_equal(notifyx_close(nx), 0);
