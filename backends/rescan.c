@@ -53,6 +53,9 @@ struct nx_rescan {
 	size_t list_len;
 	struct nx_snode *list_dir;
 	int64_t list_ctime; /* of the entry the model took last, INT64_MAX: not stat'ed */
+	/* During a repair: the new model takes the old one's unchanged files
+	 * over (snapshot.h). */
+	struct nx_stake take;
 };
 
 struct read_ctx {
@@ -287,8 +290,12 @@ static struct nx_snode *add(struct notifyx *nx, struct nx_watch *w, const char *
 	else
 		rs->list_ctime = a.ctime;
 	/* New, mostly (a listing into a new model): one search of dir. */
-	if (!(n = nx_snap_add(dir, name, nlen, &a))) {
-		if (errno != EEXIST || !(n = nx_snap_find(dir, name, nlen)))
+	if (!(n = nx_snap_take(&rs->take, dir, name, nlen, &a)) &&
+	    !(n = nx_snap_add(dir, name, nlen, &a))) {
+		if (errno != EEXIST)
+			return NULL;
+		nx_snap_give_back(&rs->take); /* (n is to change: the new model's own) */
+		if (!(n = nx_snap_find(dir, name, nlen)))
 			return NULL;
 		if (nx_snode_isdir(n) == isdir) {
 			n->a = a; /* the same type: what the copy holds below it stays */
@@ -440,6 +447,10 @@ void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint
 	const char *name;
 	size_t nlen;
 
+	/* A node the new model of a repair took over must not change. */
+	if (mask & (NOTIFYX_DELETE | NOTIFYX_MOVED_OUT | NOTIFYX_RENAME | NOTIFYX_MODIFY |
+		    NOTIFYX_ATTRIB | NOTIFYX_CLOSE_WRITE))
+		nx_snap_give_back(&rs->take);
 	switch (mask) {
 	case NOTIFYX_CREATE:
 		add(nx, w, path, path_len, isdir, false);
@@ -472,15 +483,37 @@ void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint
 
 /* ---- the repair ---- */
 
+/* Copies the entries of src into dir, of the new model. */
+static int adopt_kids(struct nx_rescan *rs, struct nx_snode *dir, const struct nx_snode *src)
+{
+	for (uint32_t i = 0; i < src->nkids; i++) {
+		const struct nx_snode *k = src->kids[i];
+		struct nx_snode *n = nx_snap_take(&rs->take, dir, k->name, k->name_len, &k->a);
+		if (!n && !(n = nx_snap_add(dir, k->name, k->name_len, &k->a)))
+			return -1;
+		n->entered = k->entered;
+		if (k->nkids && adopt_kids(rs, n, k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int nx_rescan_adopt(struct nx_watch *w, const struct nx_snode *t)
 {
 	struct nx_rescan *rs = w->rescan;
-	struct nx_snode *copy = nx_snap_copy(t);
+	struct nx_snode *root = nx_snap_empty(t);
 
-	if (!copy)
+	if (!root)
 		return -1;
+	root->entered = t->entered;
+	if (adopt_kids(rs, root, t) < 0) {
+		nx_snap_give_back(&rs->take);
+		nx_snap_free(root);
+		errno = ENOMEM;
+		return -1;
+	}
 	nx_snap_free(rs->model);
-	rs->model = copy;
+	rs->model = root;
 	return 1;
 }
 
@@ -507,6 +540,7 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 	struct nx_sread r;
 	uint32_t flags = w->flags;
 	int listed = 0;
+	bool lost;
 
 	w->repair_due = false;
 	if (rs->dirfd >= 0) { /* the directory may have moved since the last listing */
@@ -528,10 +562,15 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 		 * the root reach the application. */
 		w->rebuild = true;
 		w->flags |= NOTIFYX_WATCH_LIST;
+		rs->take.old = dw.old;
 		listed = nx->ops->repair(nx, w);
+		if (listed <= 0)
+			nx_snap_give_back(&rs->take);
 		w->flags = flags;
 		w->rebuild = false;
 	}
+	lost = rs->take.lost;
+	nx_snap_take_end(&rs->take); /* before dw.old is freed or compared */
 	if (w->ended) { /* its root went: no repair; the new model went with it */
 		nx_snap_free(dw.old);
 	} else if (listed < 0) {
@@ -562,6 +601,8 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 		w->repairing = false;
 		nx_snap_free(dw.old);
 		nx_emit(nx, w, NOTIFYX_SYNC, 0, 0, 0, "", 0, NULL, 0);
+		if (lost) /* a file the new model lacks: the next read repairs again */
+			nx_lost(nx, w);
 	}
 out:
 	w->staging = false;

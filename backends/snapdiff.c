@@ -39,8 +39,112 @@
  * place), pending (the source of a move not applied yet), dropped (replaced
  * in the view, waiting to be freed).  New nodes: arrival (nothing came from
  * elsewhere), pending (the target of a move), done, made (created in the
- * view to make room for a move into it). */
-enum { S_NONE, S_GONE, S_PENDING, S_DROPPED, S_ARRIVAL, S_DONE, S_MADE };
+ * view to make room for a move into it), kept (taken over from the old
+ * tree by nx_snap_take: nothing to compare). */
+enum { S_NONE, S_GONE, S_PENDING, S_DROPPED, S_ARRIVAL, S_DONE, S_MADE, S_KEPT };
+
+/* ---- taking unchanged files over (see snapshot.h) ---- */
+
+struct nx_staken {
+	struct nx_snode *dir; /* of old */
+	uint32_t i;           /* the index in dir's kids of the node taken */
+};
+
+/* The directory of old at cur_dir's place, if it is the same directory all
+ * the way up, listed. */
+static struct nx_snode *old_match(struct nx_stake *t, const struct nx_snode *cur_dir)
+{
+	struct nx_snode *p, *o;
+
+	if (!cur_dir->parent)
+		return t->old;
+	if (!(p = old_match(t, cur_dir->parent)))
+		return NULL;
+	o = nx_snap_find(p, cur_dir->name, cur_dir->name_len);
+	return o && o->entered && nx_sattr_same_id(&o->a, &cur_dir->a) ? o : NULL;
+}
+
+struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
+			      size_t len, const struct nx_sattr *a)
+{
+	struct nx_snode *od, *o;
+	bool found;
+	uint32_t i;
+
+	if (!t->old || S_ISDIR(a->mode))
+		return NULL;
+	if (t->cur_dir != cur_dir) { /* a listing's entries come a directory at a time */
+		t->cur_dir = cur_dir;
+		t->old_dir = old_match(t, cur_dir);
+	}
+	if (!(od = t->old_dir))
+		return NULL;
+	i = nx_snode_pos(od, name, len, &found);
+	o = found ? od->kids[i] : NULL;
+	/* (A node taken already has another parent.) */
+	if (!o || o->parent != od || !nx_sattr_same_id(&o->a, a) || o->a.size != a->size ||
+	    o->a.mtime != a->mtime || (o->a.mode & 07777) != (a->mode & 07777) ||
+	    o->a.uid != a->uid || o->a.gid != a->gid)
+		return NULL;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		struct nx_staken *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		t->v = v;
+		t->cap = cap;
+	}
+	if (nx_snode_insert(cur_dir, o) < 0) { /* (sets o->parent) */
+		o->parent = od;
+		return NULL;
+	}
+	t->v[t->n++] = (struct nx_staken){ od, i };
+	o->a = *a; /* the same for the diff; the change time may not be */
+	o->state = S_KEPT;
+	return o;
+}
+
+void nx_snap_give_back(struct nx_stake *t)
+{
+	while (t->n) {
+		struct nx_staken *k = &t->v[--t->n];
+		struct nx_snode *o = k->dir->kids[k->i], *cur = o->parent, *c;
+		bool found;
+		uint32_t i = nx_snode_pos(cur, o->name, o->name_len, &found);
+
+		if ((c = nx_snode_new(o->name, o->name_len))) {
+			c->a = o->a;
+			c->parent = cur;
+			cur->kids[i] = c;
+		} else {
+			nx_snode_detach(o);
+			t->lost = true;
+		}
+		o->parent = k->dir;
+		o->state = S_NONE;
+	}
+	t->old = NULL;
+}
+
+void nx_snap_take_end(struct nx_stake *t)
+{
+	for (size_t j = 0; j < t->n; j++)
+		t->v[j].dir->kids[t->v[j].i] = NULL;
+	/* A directory's places come in a row (a listing's): each row closes
+	 * the gaps once. */
+	for (size_t j = 0; j < t->n; j++) {
+		struct nx_snode *dir = t->v[j].dir;
+		uint32_t n = 0;
+		if (j + 1 < t->n && t->v[j + 1].dir == dir)
+			continue;
+		for (uint32_t i = 0; i < dir->nkids; i++)
+			if (dir->kids[i])
+				dir->kids[n++] = dir->kids[i];
+		dir->nkids = n;
+	}
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
 
 struct diff {
 	struct nx_sdiff_watch *w;
@@ -171,11 +275,13 @@ static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 			gone_tree(d, x);
 			i++;
 		} else if (cmp > 0) {
-			arrival_tree(d, y);
+			if (y->state != S_KEPT)
+				arrival_tree(d, y);
 			j++;
 		} else {
 			if (nx_sattr_same_id(&x->a, &y->a)) {
-				collect(d, x, y);
+				if (nx_snode_isdir(y))
+					collect(d, x, y);
 			} else if (!remounted(x, y)) {
 				gone_tree(d, x);
 				arrival_tree(d, y);
@@ -431,15 +537,25 @@ static void emit1(struct diff *d, uint32_t wi, uint32_t mask, uint32_t flags, co
 	d->emit(d->ctx, wi, mask, flags, 0, path, len, NULL, 0);
 }
 
-static void attrs(struct diff *d, uint32_t wi, const struct nx_snode *v, const struct nx_snode *c,
-		  size_t len)
+/* A directory's size and times change with its entries: not reported. */
+static bool modified(const struct nx_snode *v, const struct nx_snode *c)
+{
+	return !nx_snode_isdir(c) && (v->a.size != c->a.size || v->a.mtime != c->a.mtime);
+}
+
+static bool attrib(const struct nx_snode *v, const struct nx_snode *c)
 {
 	const struct nx_sattr *o = &v->a, *n = &c->a;
 
-	/* A directory's size and times change with its entries: not reported. */
-	if (!nx_snode_isdir(c) && (o->size != n->size || o->mtime != n->mtime))
+	return (o->mode & 07777) != (n->mode & 07777) || o->uid != n->uid || o->gid != n->gid;
+}
+
+static void attrs(struct diff *d, uint32_t wi, const struct nx_snode *v, const struct nx_snode *c,
+		  size_t len)
+{
+	if (modified(v, c))
 		emit1(d, wi, NOTIFYX_MODIFY, 0, d->p[0], len);
-	if ((o->mode & 07777) != (n->mode & 07777) || o->uid != n->uid || o->gid != n->gid)
+	if (attrib(v, c))
 		emit1(d, wi, NOTIFYX_ATTRIB, dirflag(c), d->p[0], len);
 }
 
@@ -532,8 +648,22 @@ static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_sno
 		struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
 		struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
 		int cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
-		size_t l = push_name(d, len, cmp <= 0 ? x : y);
+		size_t l;
 
+		/* The same file, unchanged (most, after a loss of a few
+		 * events): nothing to report, no path to make. */
+		if (cmp > 0 && y->state == S_KEPT) {
+			y->state = S_NONE;
+			j++;
+			continue;
+		}
+		if (!cmp && !nx_snode_isdir(y) && nx_sattr_same_id(&x->a, &y->a) &&
+		    !modified(x, y) && !attrib(x, y)) {
+			i++;
+			j++;
+			continue;
+		}
+		l = push_name(d, len, cmp <= 0 ? x : y);
 		if (l == SIZE_MAX) {
 			/* never read that deep; skip */
 		} else if (cmp < 0) {

@@ -55,15 +55,7 @@ void nx_snap_free(struct nx_snode *n)
 	free(n);
 }
 
-int nx_snode_cmp_name(const char *a, size_t alen, const char *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-
-	return c ? c : (alen > blen) - (alen < blen);
-}
-
-/* Index of name in dir's kids, or of where it would go (*found false). */
-static uint32_t kid_pos(const struct nx_snode *dir, const char *name, size_t len, bool *found)
+uint32_t nx_snode_pos(const struct nx_snode *dir, const char *name, size_t len, bool *found)
 {
 	uint32_t lo = 0, hi = dir->nkids;
 
@@ -87,7 +79,7 @@ static uint32_t kid_pos(const struct nx_snode *dir, const char *name, size_t len
 struct nx_snode *nx_snap_find(const struct nx_snode *dir, const char *name, size_t len)
 {
 	bool found;
-	uint32_t i = kid_pos(dir, name, len, &found);
+	uint32_t i = nx_snode_pos(dir, name, len, &found);
 
 	return found ? dir->kids[i] : NULL;
 }
@@ -123,7 +115,7 @@ int nx_snode_insert(struct nx_snode *dir, struct nx_snode *n)
 	else if (nx_snode_cmp_name(n->name, n->name_len, first->name, first->name_len) < 0)
 		i = 0;
 	else
-		i = kid_pos(dir, n->name, n->name_len, &found);
+		i = nx_snode_pos(dir, n->name, n->name_len, &found);
 	if (found) {
 		errno = EEXIST;
 		return -1;
@@ -152,14 +144,6 @@ void nx_snode_detach(struct nx_snode *n)
 		}
 	}
 	n->parent = NULL;
-}
-
-/* The same file: inode, device and type, and birth time or generation where
- * both sides know it (an inode number the filesystem reused has another). */
-bool nx_sattr_same_id(const struct nx_sattr *a, const struct nx_sattr *b)
-{
-	return a->ino == b->ino && a->dev == b->dev && (a->mode & S_IFMT) == (b->mode & S_IFMT) &&
-	       (!a->has_id2 || !b->has_id2 || a->id2 == b->id2);
 }
 
 struct nx_snode *nx_snap_add(struct nx_snode *parent, const char *name, size_t len,
@@ -222,39 +206,6 @@ static struct nx_snode *copy_entry(struct nx_snode *c, const struct nx_snode *k)
 	n->parent = c;
 	c->kids[c->nkids++] = n;
 	return n;
-}
-
-/* Copies the entries of o into c (a copy of o). */
-static int copy_kids(struct nx_snode *c, const struct nx_snode *o)
-{
-	if (nx_snode_reserve(c, o->nkids) < 0)
-		return -1;
-	for (uint32_t i = 0; i < o->nkids; i++) {
-		const struct nx_snode *k = o->kids[i];
-		struct nx_snode *n = copy_entry(c, k);
-		if (!n)
-			return -1;
-		n->entered = k->entered;
-		if (k->nkids && copy_kids(n, k) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-struct nx_snode *nx_snap_copy(const struct nx_snode *n)
-{
-	struct nx_snode *c = nx_snode_new("", 0);
-
-	if (!c)
-		return NULL;
-	c->a = n->a;
-	c->entered = n->entered;
-	if (copy_kids(c, n) < 0) {
-		nx_snap_free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return c;
 }
 
 struct nx_snode *nx_snap_empty(const struct nx_snode *n)

@@ -126,9 +126,6 @@ void nx_snap_remove(struct nx_snode *n);
 /* Moves n (with everything below it) into dir under name; -1 with ENOMEM,
  * or EEXIST when the name is taken. */
 int nx_snap_move(struct nx_snode *n, struct nx_snode *dir, const char *name, size_t len);
-/* A copy of the tree n (names, attributes, listings; no refs), as a root;
- * NULL with ENOMEM. */
-struct nx_snode *nx_snap_copy(const struct nx_snode *n);
 /* A root with the attributes of n and no entries (a directory read as empty). */
 struct nx_snode *nx_snap_empty(const struct nx_snode *n);
 void nx_snap_free(struct nx_snode *n);
@@ -160,12 +157,52 @@ typedef void (*nx_semit_fn)(void *ctx, size_t watch, uint32_t mask, uint32_t fla
 			    uint32_t cookie, const char *path, size_t path_len, const char *old,
 			    size_t old_len);
 
-/* Reports, through emit, the events that turn every w[i].old into w[i].cur:
+/* Reports, through emit, the events that turn every w[i].old into w[i].cur
+ * (a node that nx_snap_take moved into cur is the same file unchanged:
+ * skipped):
  * moves between watches are MOVED_OUT/MOVED_IN pairs with a cookie from
  * ++*cookie (never 0).  Returns 0, or -1 with ENOMEM (events are then
  * missing: the caller reports an overflow). */
 int nx_snap_diff(struct nx_sdiff_watch *w, size_t n, uint32_t *cookie, nx_semit_fn emit,
 		 void *ctx);
+
+/* ---- a repair's new tree takes the old one's unchanged files over ---- */
+
+/*
+ * A repair lists the tree again into a new tree while the last one waits
+ * for the diff, and most files have not changed.  Rather than a new node
+ * for such a file (which the diff then compares, and whose old node is
+ * freed), the new tree takes the old tree's node over, and the diff skips
+ * it.  A file is taken only where the old tree holds it at the same place
+ * (every directory above it the same by name and identity) with the same
+ * identity and everything the diff compares, so that skipping it reports
+ * what comparing it would: nothing.
+ */
+struct nx_staken;
+
+struct nx_stake {
+	struct nx_snode *old;     /* the tree the diff compares with; NULL: no taking */
+	struct nx_staken *v;      /* the places in old's directories taken from */
+	size_t n, cap;
+	const struct nx_snode *cur_dir; /* the last directory of cur matched, */
+	struct nx_snode *old_dir;       /* and its match in old (NULL: none) */
+	bool lost;                /* a node could not be given back (ENOMEM): see below */
+};
+
+/* Moves into cur_dir old's node of the file name, with attributes a now
+ * (a new directory entry, nothing there yet); NULL when old has no such
+ * node (then make a new one). */
+struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
+			      size_t len, const struct nx_sattr *a);
+/* Gives every node taken back to old, a copy in its place in cur, and takes
+ * no more: to be called before cur changes in any other way than by new
+ * entries (a node both trees hold must not be freed or changed).  With
+ * lost set, a node could not be copied and is missing from cur (the caller
+ * reads the tree again). */
+void nx_snap_give_back(struct nx_stake *t);
+/* Ends the taking: the nodes taken leave old, which can then be diffed
+ * against cur, or freed. */
+void nx_snap_take_end(struct nx_stake *t);
 
 /* ---- NOTIFYX_WATCH_RESCAN (rescan.c) ---- */
 

@@ -101,9 +101,10 @@ static void record(void *ctx, size_t w, uint32_t mask, uint32_t flags, uint32_t 
 }
 
 /* Diffs old[i] -> cur[i] for n watches; returns the events as text and
- * checks the mirror invariant.  Frees the trees. */
-static const char *diff_n(struct nx_snode **old, struct nx_snode **cur, const uint32_t *flags,
-			  size_t n)
+ * checks the mirror invariant, the mirror starting from told[i] (what the
+ * application was told; NULL: old).  Frees the trees. */
+static const char *diff_told(struct nx_snode **old, struct nx_snode **cur, const uint32_t *flags,
+			     size_t n, struct nx_snode **told)
 {
 	static struct rec r;
 	struct nx_sdiff_watch w[4];
@@ -114,7 +115,7 @@ static const char *diff_n(struct nx_snode **old, struct nx_snode **cur, const ui
 	r.models = models;
 	for (size_t i = 0; i < n; i++) {
 		w[i] = (struct nx_sdiff_watch){ .old = old[i], .cur = cur[i], .flags = flags[i] };
-		sm_from_tree(&models[i], old[i]);
+		sm_from_tree(&models[i], told ? told[i] : old[i]);
 	}
 	assert_int_equal(nx_snap_diff(w, n, &cookie, record, &r), 0);
 	for (size_t i = 0; i < n; i++) {
@@ -130,8 +131,16 @@ static const char *diff_n(struct nx_snode **old, struct nx_snode **cur, const ui
 		sm_free(&models[i]);
 		nx_snap_free(old[i]);
 		nx_snap_free(cur[i]);
+		if (told)
+			nx_snap_free(told[i]);
 	}
 	return r.text;
+}
+
+static const char *diff_n(struct nx_snode **old, struct nx_snode **cur, const uint32_t *flags,
+			  size_t n)
+{
+	return diff_told(old, cur, flags, n, NULL);
 }
 
 static const char *diff1(const char *from, const char *to)
@@ -422,33 +431,98 @@ static void relist_marked_only(void **state)
 	assert_int_equal(system(p), 0);
 }
 
-/* A copy (a repair's new model, taken from a scanner's snapshot) is the
- * tree as it is, listings and unlisted directories alike, and shares
- * nothing with it. */
-static void copy_is_the_same_tree(void **state)
-{
-	struct nx_snode *t = build("a/=2 a/f=3,s=7,m=9 a/g/=4 a/g/h=5 b/=6 c=7,p=384");
-	struct nx_snode *c, *other;
+/* ---- a repair's new tree taking the old one's unchanged files over ---- */
 
+/* Copies src into dir as a repair's listing would, taking t->old's nodes
+ * over where it can. */
+static void take_copy(struct nx_stake *t, struct nx_snode *dir, const struct nx_snode *src)
+{
+	for (uint32_t i = 0; i < src->nkids; i++) {
+		const struct nx_snode *k = src->kids[i];
+		struct nx_snode *n = nx_snap_take(t, dir, k->name, k->name_len, &k->a);
+		if (!n)
+			assert_non_null(n = nx_snap_add(dir, k->name, k->name_len, &k->a));
+		n->entered = k->entered;
+		take_copy(t, n, k);
+	}
+}
+
+static struct nx_snode *at(struct nx_snode *root, const char *path)
+{
+	const char *slash;
+
+	for (; (slash = strchr(path, '/')); path = slash + 1)
+		assert_non_null(root = nx_snap_find(root, path, (size_t)(slash - path)));
+	return nx_snap_find(root, path, strlen(path));
+}
+
+/* The diff of from -> to when to is listed into a new tree that takes
+ * from's unchanged files over (and gives them back first, with give_back):
+ * the events are those of the diff of two separate trees.  taken names the
+ * files that were taken (nodes of the old tree in the new one), apart the
+ * ones that were not. */
+static void check_take(const char *from, const char *to, const char *taken, const char *copied,
+		       bool give_back)
+{
+	struct nx_snode *old = build(from), *src = build(to), *cur = nx_snap_empty(src), *n, *told;
+	struct nx_stake t = { .old = old };
+	struct nx_snode *was[8];
+	char want[8192], names[256], *save = NULL;
+	const char *name;
+	size_t k = 0;
+
+	snprintf(want, sizeof(want), "%s", diff1(from, to));
+	snprintf(names, sizeof(names), "%s", taken);
+	for (name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save))
+		assert_non_null(was[k++] = at(old, name));
+	assert_non_null(cur);
+	take_copy(&t, cur, src);
+	nx_snap_free(src);
+	if (give_back)
+		nx_snap_give_back(&t);
+	k = 0;
+	snprintf(names, sizeof(names), "%s", taken);
+	for (name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save), k++) {
+		assert_non_null(n = at(cur, name));
+		if (give_back) { /* a copy in the new tree; the old has its own again */
+			assert_ptr_not_equal(n, was[k]);
+			assert_ptr_equal(at(old, name), was[k]);
+		} else {
+			assert_ptr_equal(n, was[k]);
+		}
+	}
+	snprintf(names, sizeof(names), "%s", copied);
+	for (name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save))
+		assert_ptr_not_equal(at(cur, name), at(old, name));
+	assert_false(t.lost);
+	nx_snap_take_end(&t);
+	assert_null(t.old);
+	told = build(from); /* (old lost what was taken) */
+	assert_string_equal(diff_told(&old, &cur, (uint32_t[]){ NX_SDIFF_RECURSIVE | NX_SDIFF_LIST },
+				      1, &told), want);
+}
+
+static void take_unchanged_files(void **state)
+{
 	(void)state;
-	nx_snap_find(t, "b", 1)->entered = false; /* could not be read */
-	assert_non_null(c = nx_snap_copy(t));
-	assert_ptr_not_equal(c, t);
-	assert_true(c->entered);
-	assert_int_equal(c->a.ino, 1);
-	assert_false(nx_snap_find(c, "b", 1)->entered);
-	assert_int_equal(nx_snap_find(nx_snap_find(c, "a", 1), "f", 1)->a.size, 7);
-	assert_ptr_equal(nx_snap_find(nx_snap_find(c, "a", 1), "g", 1)->parent,
-			 nx_snap_find(c, "a", 1));
-	/* The same tree: no event either way. */
-	assert_non_null(other = nx_snap_copy(t));
-	assert_string_equal(diff_n(&t, &other, (uint32_t[]){ NX_SDIFF_RECURSIVE | NX_SDIFF_LIST },
-				   1), "");
-	/* The original is freed: the copy stands alone. */
-	assert_non_null(other = build("a/=2 a/f=3,s=8,m=9 a/g/=4 a/g/h=5 b/=6 c=7,p=384"));
-	nx_snap_find(other, "b", 1)->entered = false;
-	assert_string_equal(diff_n(&c, &other, (uint32_t[]){ NX_SDIFF_RECURSIVE | NX_SDIFF_LIST },
-				   1), "0:modify a/f");
+	/* Unchanged: taken; modified, with new attributes, in a directory
+	 * that is another one now, or a directory: not. */
+	check_take("a/=2 a/f=3,s=7 a/g=4 b=5 c=11,p=420 d/=6 d/x=7 e/=8",
+		   "a/=2 a/f=3,s=8 a/g=4 b=5 c=11,p=384 d/=9 d/x=7 e/=8 n=10",
+		   "a/g b", "a/f c d d/x e", false);
+	/* Moved files and replaced ones are the diff's, as before. */
+	check_take("a=2 b=3 d/=4 d/f=5 d/g=6", "b=2 a=3,b=1 d/=4 d/f=5 d/h=6", "d/f",
+		   "a b d/h", false);
+	/* Nothing changed: everything is taken, nothing reported. */
+	check_take("a=2 d/=3 d/f=4 d/e/=5 d/e/g=6", "a=2 d/=3 d/f=4 d/e/=5 d/e/g=6",
+		   "a d/f d/e/g", "d d/e", false);
+}
+
+static void give_back_restores(void **state)
+{
+	(void)state;
+	check_take("a/=2 a/f=3,s=7 a/g=4 b=5 d/=6 d/x=7", "a/=2 a/f=3,s=8 a/g=4 b=5 d/=9 d/x=7",
+		   "a/g b", "a/f", true);
 }
 
 /* Entries added in name order, in its reverse (as tmpfs lists), and in
@@ -511,7 +585,8 @@ int main(void)
 		cmocka_unit_test(unread_directory_keeps_listing),
 		cmocka_unit_test(remount_is_overflow),
 		cmocka_unit_test(relist_marked_only),
-		cmocka_unit_test(copy_is_the_same_tree),
+		cmocka_unit_test(take_unchanged_files),
+		cmocka_unit_test(give_back_restores),
 		cmocka_unit_test(insert_any_order),
 	};
 
