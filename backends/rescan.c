@@ -81,7 +81,7 @@ static bool excluded(void *ctx, const char *path, const char *name)
 
 /* Reads w's tree as a scanning backend would; NULL with errno. */
 static struct nx_snode *read_tree(struct notifyx *nx, struct nx_watch *w, struct nx_sread *r,
-				  const struct nx_snode *prev)
+				  struct nx_snode *prev)
 {
 	struct read_ctx c = { nx, w, NULL };
 

@@ -64,11 +64,32 @@ static struct nx_snode *old_match(struct nx_stake *t, const struct nx_snode *cur
 	return o && o->entered && nx_sattr_same_id(&o->a, &cur_dir->a) ? o : NULL;
 }
 
-struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
-			      size_t len, const struct nx_sattr *a)
+/* The index of name in dir, which nx_snode_pos would find, looked for
+ * first next to the last one found: a listing in name order, or in its
+ * reverse (tmpfs lists the newest first), then finds it with one
+ * comparison. */
+static bool old_pos(struct nx_stake *t, const struct nx_snode *dir, const char *name, size_t len,
+		    uint32_t *i)
+{
+	bool found;
+
+	for (uint32_t h = t->hint ? t->hint - 1 : 0; h <= t->hint + 1 && h < dir->nkids; h++) {
+		const struct nx_snode *k = dir->kids[h];
+		if (k->name_len == len && !memcmp(k->name, name, len)) {
+			*i = t->hint = h;
+			return true;
+		}
+	}
+	*i = nx_snode_pos(dir, name, len, &found);
+	if (found)
+		t->hint = *i;
+	return found;
+}
+
+struct nx_snode *nx_snode_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
+			       size_t len, const struct nx_sattr *a)
 {
 	struct nx_snode *od, *o;
-	bool found;
 	uint32_t i;
 
 	if (!t->old || S_ISDIR(a->mode))
@@ -76,13 +97,13 @@ struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, cons
 	if (t->cur_dir != cur_dir) { /* a listing's entries come a directory at a time */
 		t->cur_dir = cur_dir;
 		t->old_dir = old_match(t, cur_dir);
+		t->hint = 0;
 	}
-	if (!(od = t->old_dir))
+	if (!(od = t->old_dir) || !old_pos(t, od, name, len, &i))
 		return NULL;
-	i = nx_snode_pos(od, name, len, &found);
-	o = found ? od->kids[i] : NULL;
+	o = od->kids[i];
 	/* (A node taken already has another parent.) */
-	if (!o || o->parent != od || !nx_sattr_same_id(&o->a, a) || o->a.size != a->size ||
+	if (o->parent != od || !nx_sattr_same_id(&o->a, a) || o->a.size != a->size ||
 	    o->a.mtime != a->mtime || (o->a.mode & 07777) != (a->mode & 07777) ||
 	    o->a.uid != a->uid || o->a.gid != a->gid)
 		return NULL;
@@ -94,34 +115,57 @@ struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, cons
 		t->v = v;
 		t->cap = cap;
 	}
-	if (nx_snode_insert(cur_dir, o) < 0) { /* (sets o->parent) */
-		o->parent = od;
-		return NULL;
-	}
 	t->v[t->n++] = (struct nx_staken){ od, i };
+	o->parent = cur_dir;
 	o->a = *a; /* the same for the diff; the change time may not be */
 	o->state = S_KEPT;
+	return o;
+}
+
+/* Undoes the last take (of o, not put in a directory). */
+static void untake(struct nx_stake *t, struct nx_snode *o)
+{
+	struct nx_staken *k = &t->v[--t->n];
+
+	o->parent = k->dir;
+	o->state = S_NONE;
+}
+
+struct nx_snode *nx_snap_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
+			      size_t len, const struct nx_sattr *a)
+{
+	struct nx_snode *o = nx_snode_take(t, cur_dir, name, len, a);
+
+	if (o && nx_snode_insert(cur_dir, o) < 0) {
+		untake(t, o);
+		return NULL;
+	}
 	return o;
 }
 
 void nx_snap_give_back(struct nx_stake *t)
 {
 	while (t->n) {
-		struct nx_staken *k = &t->v[--t->n];
+		struct nx_staken *k = &t->v[t->n - 1];
 		struct nx_snode *o = k->dir->kids[k->i], *cur = o->parent, *c;
 		bool found;
 		uint32_t i = nx_snode_pos(cur, o->name, o->name_len, &found);
 
-		if ((c = nx_snode_new(o->name, o->name_len))) {
+		/* (A reader's listing is sorted only once it is whole.) */
+		if (i >= cur->nkids || cur->kids[i] != o)
+			for (i = 0; i < cur->nkids && cur->kids[i] != o; i++)
+				;
+		if (i < cur->nkids && (c = nx_snode_new(o->name, o->name_len))) {
 			c->a = o->a;
 			c->parent = cur;
 			cur->kids[i] = c;
-		} else {
-			nx_snode_detach(o);
+		} else if (i < cur->nkids) {
+			memmove(cur->kids + i, cur->kids + i + 1,
+				(cur->nkids - i - 1) * sizeof(*cur->kids));
+			cur->nkids--;
 			t->lost = true;
 		}
-		o->parent = k->dir;
-		o->state = S_NONE;
+		untake(t, o);
 	}
 	t->old = NULL;
 }

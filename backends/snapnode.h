@@ -26,6 +26,10 @@ static inline int nx_snode_cmp_name(const char *a, size_t alen, const char *b, s
 }
 /* Index of name in dir's kids, or of where it would go (*found false). */
 uint32_t nx_snode_pos(const struct nx_snode *dir, const char *name, size_t len, bool *found);
+/* nx_snap_take, but o is left for the caller to put into cur_dir (whose
+ * node it is as of now: o->parent is cur_dir). */
+struct nx_snode *nx_snode_take(struct nx_stake *t, struct nx_snode *cur_dir, const char *name,
+			       size_t len, const struct nx_sattr *a);
 /* Room for more kids in dir; -1 (ENOMEM) when not. */
 int nx_snode_reserve(struct nx_snode *dir, uint32_t more);
 /* Puts n into dir at its sorted place; -1 with EEXIST or ENOMEM. */

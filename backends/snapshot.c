@@ -226,6 +226,7 @@ struct reader {
 	struct nx_snode *dir;       /* being listed */
 	const struct nx_snode *prev; /* the same directory in the previous snapshot */
 	int dfd;
+	struct nx_stake take;       /* of r->prev's unchanged files */
 	char path[PATH_MAX];
 	size_t path_len;
 };
@@ -330,6 +331,7 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 {
 	struct reader *rd = ctx;
 	struct nx_snode *n;
+	struct nx_sattr a;
 	struct statx sx;
 
 	(void)type;
@@ -363,14 +365,17 @@ static int list_one(void *ctx, const char *name, size_t len, unsigned char type)
 			partial(rd, errno, name, len);
 		return 0; /* gone meanwhile, or unreadable: left out */
 	}
+	fill(&a, &sx);
+	if (!a.has_id2)
+		generation(rd, name, len, &a);
 	if (rd->dir->nkids == rd->dir->cap && nx_snode_reserve(rd->dir, 1) < 0)
 		return -1;
-	if (!(n = nx_snode_new(name, len)))
-		return -1;
-	fill(&n->a, &sx);
-	if (!n->a.has_id2)
-		generation(rd, name, len, &n->a);
-	n->parent = rd->dir;
+	if (!(n = nx_snode_take(&rd->take, rd->dir, name, len, &a))) {
+		if (!(n = nx_snode_new(name, len)))
+			return -1;
+		n->a = a;
+		n->parent = rd->dir;
+	}
 	rd->dir->kids[rd->dir->nkids++] = n;
 	rd->r->entries++;
 	return 0;
@@ -401,6 +406,7 @@ static int list_dir(struct reader *rd, struct nx_snode *dir, int dfd, const stru
 	if (ret && errno != ENOMEM && errno != EMFILE && errno != ENFILE) {
 		if (errno != ENOENT)
 			partial(rd, errno, NULL, 0);
+		nx_snap_give_back(&rd->take); /* (the nodes are freed) */
 		for (uint32_t i = 0; i < dir->nkids; i++)
 			nx_snap_free(dir->kids[i]);
 		free(dir->kids);
@@ -525,6 +531,7 @@ static struct reader *reader_new(struct nx_sread *r)
 	if (!rd)
 		return NULL;
 	rd->r = r;
+	memset(&rd->take, 0, sizeof(rd->take));
 	r->failed_path[0] = '\0';
 	r->partial_err = 0;
 	r->partial_key = 0;
@@ -548,12 +555,32 @@ static struct nx_snode *read_root(int fd, struct nx_sread *r)
 	return root;
 }
 
+/* The start of nx_snap_read and nx_snap_relist: prev (the same directory
+ * as root, listed) lends its unchanged files. */
+static void take_from(struct reader *rd, struct nx_snode *root, struct nx_snode *prev)
+{
+	if (prev && prev->entered && nx_sattr_same_id(&prev->a, &root->a))
+		rd->take.old = prev;
+}
+
 /* The end of nx_snap_read and nx_snap_relist: root, or NULL when what read
  * it returned less than 0 (root freed, errno kept). */
 static struct nx_snode *read_end(struct reader *rd, struct nx_snode *root, int ret)
 {
 	int err = errno;
 
+	if (!rd) {
+		nx_snap_free(root);
+		errno = err;
+		return NULL;
+	}
+	if (ret < 0 || rd->take.lost) {
+		nx_snap_give_back(&rd->take);
+		if (ret >= 0) /* a file could not be given back: not the tree */
+			err = ENOMEM;
+		ret = -1;
+	}
+	nx_snap_take_end(&rd->take);
 	free(rd);
 	if (ret >= 0)
 		return root;
@@ -574,6 +601,7 @@ struct nx_snode *nx_snap_read(int fd, struct nx_sread *r)
 		return root;
 	if (!(rd = reader_new(r)))
 		return read_end(NULL, root, -1);
+	take_from(rd, root, r->prev);
 	if (!r->prev || !r->prev->ref || !nx_sattr_same_id(&r->prev->a, &root->a)) {
 		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		r->syscalls++;
@@ -592,8 +620,9 @@ void nx_snap_mark(struct nx_snode *n)
 
 /* Takes back what was read of k: a directory that could not be read whole
  * is kept without a listing. */
-static void unread(struct nx_snode *k)
+static void unread(struct reader *rd, struct nx_snode *k)
 {
+	nx_snap_give_back(&rd->take); /* (the nodes are freed) */
 	for (uint32_t i = 0; i < k->nkids; i++)
 		nx_snap_free(k->kids[i]);
 	free(k->kids);
@@ -652,7 +681,7 @@ static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_sno
 			pop(rd, save);
 			push(rd, n);
 			partial(rd, err, NULL, 0);
-			unread(n);
+			unread(rd, n);
 			ret = 0;
 		}
 		if (ret < 0)
@@ -662,7 +691,7 @@ static int relist_dir(struct reader *rd, struct nx_snode *c, const struct nx_sno
 	return 0;
 }
 
-struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r)
+struct nx_snode *nx_snap_relist(int fd, struct nx_snode *prev, struct nx_sread *r)
 {
 	struct reader *rd;
 	struct nx_snode *root;
@@ -673,5 +702,6 @@ struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_s
 		return root;
 	if (!(rd = reader_new(r)))
 		return read_end(NULL, root, -1);
+	take_from(rd, root, prev);
 	return read_end(rd, root, relist_dir(rd, root, prev, root->a.dev));
 }

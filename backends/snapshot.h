@@ -78,8 +78,11 @@ struct nx_sread {
 	bool (*skip)(void *ctx, const char *path, const char *name);
 	void *ctx;
 	/* The previous snapshot, if any: lets an unchanged entry keep an
-	 * identity that is costly to read (the generation). May be NULL. */
-	const struct nx_snode *prev;
+	 * identity that is costly to read (the generation), and lends its
+	 * unchanged files (nx_snap_take): after a read that worked, they are
+	 * the new tree's, and prev, without them, is only to be diffed
+	 * against it, then freed.  May be NULL. */
+	struct nx_snode *prev;
 	/* Statistics, added to. */
 	uint64_t entries;
 	uint64_t syscalls;
@@ -117,7 +120,7 @@ void nx_snap_mark(struct nx_snode *n);
  * hands it prev's listing.  Returns NULL with errno as nx_snap_read does;
  * a new directory that cannot be read is kept without a listing (noted in
  * partial_err), to be tried again at the next listing of its parent. */
-struct nx_snode *nx_snap_relist(int fd, const struct nx_snode *prev, struct nx_sread *r);
+struct nx_snode *nx_snap_relist(int fd, struct nx_snode *prev, struct nx_sread *r);
 /* Stats path (relative to dirfd, not followed if a symbolic link) as a
  * read does, birth time or generation included; -1 with errno. */
 int nx_snap_stat(int dirfd, const char *path, struct nx_sattr *a);
@@ -185,7 +188,8 @@ struct nx_stake {
 	struct nx_staken *v;      /* the places in old's directories taken from */
 	size_t n, cap;
 	const struct nx_snode *cur_dir; /* the last directory of cur matched, */
-	struct nx_snode *old_dir;       /* and its match in old (NULL: none) */
+	struct nx_snode *old_dir;       /* its match in old (NULL: none), */
+	uint32_t hint;                  /* and the index there found last */
 	bool lost;                /* a node could not be given back (ENOMEM): see below */
 };
 

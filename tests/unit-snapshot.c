@@ -433,6 +433,76 @@ static void relist_marked_only(void **state)
 
 /* ---- a repair's new tree taking the old one's unchanged files over ---- */
 
+/* A read with a previous snapshot takes its unchanged files over: the same
+ * nodes, gone from the previous snapshot, and the diff between the two
+ * still turns a copy of the first into the second. */
+static void read_takes_unchanged_files(void **state)
+{
+	char dir[] = "/tmp/notifyx-unit-snapshot.XXXXXX", p[4096];
+	struct nx_sread r = { .recursive = true };
+	struct nx_snode *old, *cur, *g, *b, *f, *x;
+	struct sm_model m, want;
+	int fd, wfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/a", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/c", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	touch_at(dir, "a/f");
+	touch_at(dir, "a/g");
+	touch_at(dir, "b");
+	touch_at(dir, "c/x");
+	fd = open(dir, O_PATH | O_CLOEXEC);
+	assert_non_null(old = nx_snap_read(fd, &r));
+	g = nx_snap_find(nx_snap_find(old, "a", 1), "g", 1);
+	f = nx_snap_find(nx_snap_find(old, "a", 1), "f", 1);
+	b = nx_snap_find(old, "b", 1);
+	x = nx_snap_find(nx_snap_find(old, "c", 1), "x", 1);
+	assert_true(g && f && b && x);
+	sm_from_tree(&m, old);
+	/* a/f grows; c is another directory now, with another x. */
+	snprintf(p, sizeof(p), "%s/a/f", dir);
+	assert_true((wfd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0);
+	assert_int_equal(write(wfd, "x", 1), 1);
+	close(wfd);
+	snprintf(p, sizeof(p), "rm -r %s/c && mkdir %s/c && touch %s/c/x", dir, dir, dir);
+	assert_int_equal(system(p), 0);
+	r.prev = old;
+	assert_non_null(cur = nx_snap_read(fd, &r));
+	assert_ptr_equal(nx_snap_find(nx_snap_find(cur, "a", 1), "g", 1), g);
+	assert_ptr_equal(nx_snap_find(cur, "b", 1), b);
+	assert_ptr_not_equal(nx_snap_find(nx_snap_find(cur, "a", 1), "f", 1), f);
+	assert_ptr_not_equal(nx_snap_find(nx_snap_find(cur, "c", 1), "x", 1), x);
+	assert_null(nx_snap_find(old, "b", 1)); /* taken */
+	assert_ptr_equal(nx_snap_find(nx_snap_find(old, "a", 1), "f", 1), f);
+	{
+		struct nx_sdiff_watch w = { .old = old, .cur = cur,
+					    .flags = NX_SDIFF_RECURSIVE | NX_SDIFF_LIST };
+		static struct rec rc;
+		uint32_t cookie = 0;
+		const char *d;
+
+		memset(&rc, 0, sizeof(rc));
+		rc.models = &m;
+		assert_int_equal(nx_snap_diff(&w, 1, &cookie, record, &rc), 0);
+		assert_non_null(strstr(rc.text, "0:modify a/f"));
+		assert_null(strstr(rc.text, " b"));
+		assert_null(strstr(rc.text, "a/g"));
+		sm_from_tree(&want, cur);
+		if ((d = sm_diff(&m, &want)))
+			fail_msg("%s; events: %s", d, rc.text);
+		sm_free(&want);
+		sm_free(&m);
+	}
+	nx_snap_free(old);
+	nx_snap_free(cur);
+	close(fd);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	assert_int_equal(system(p), 0);
+}
+
 /* Copies src into dir as a repair's listing would, taking t->old's nodes
  * over where it can. */
 static void take_copy(struct nx_stake *t, struct nx_snode *dir, const struct nx_snode *src)
@@ -585,6 +655,7 @@ int main(void)
 		cmocka_unit_test(unread_directory_keeps_listing),
 		cmocka_unit_test(remount_is_overflow),
 		cmocka_unit_test(relist_marked_only),
+		cmocka_unit_test(read_takes_unchanged_files),
 		cmocka_unit_test(take_unchanged_files),
 		cmocka_unit_test(give_back_restores),
 		cmocka_unit_test(insert_any_order),
