@@ -11,9 +11,11 @@
  * holds what the application could see when it handled the event).
  *
  * After a loss, the backend sets its kernel side up again and lists the
- * tree into a new model (ops->repair), and the diff between the two models
- * is reported as SYNTHETIC events, exactly as a scanning backend reports a
- * scan, then one SYNC.  The new model comes from the backend's listing, not
+ * tree into a new model (ops->repair), which takes the old one's unchanged
+ * files over (nx_snap_take: most of them, nothing to compare or to free
+ * for those), and the diff between the two models is reported as
+ * SYNTHETIC events, exactly as a scanning backend reports a scan, then one
+ * SYNC.  The new model comes from the backend's listing, not
  * from a read of its own, because only the backend knows how its listing
  * and the kernel's events fit together while the tree changes (a read of
  * its own could miss a directory moved during it that the kernel's events

@@ -213,9 +213,10 @@ void nx_snap_take_end(struct nx_stake *t);
 struct nx_watch;
 
 /* For a backend's repair (the core's ops->repair) that has just read w's
- * tree into snapshot t: a copy of t becomes the repair's new model, in
- * place of a listing that the model would stat entry by entry again.
- * Returns 1 (the tree is listed), or -1 with ENOMEM. */
+ * tree into snapshot t: a copy of t becomes the repair's new model (its
+ * unchanged files taken over from the old one), in place of a listing that
+ * the model would stat entry by entry again.  Returns 1 (the tree is
+ * listed), or -1 with ENOMEM. */
 int nx_rescan_adopt(struct nx_watch *w, const struct nx_snode *t);
 
 #endif /* NX_SNAPSHOT_H */
