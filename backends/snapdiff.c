@@ -313,14 +313,18 @@ static void collect(struct diff *d, struct nx_snode *v, struct nx_snode *c)
 	while (i < v->nkids || j < c->nkids) {
 		struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
 		struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
-		int cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
+		int cmp;
 
+		if (y && y->state == S_KEPT) { /* (its name is not in v any more) */
+			j++;
+			continue;
+		}
+		cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
 		if (cmp < 0) {
 			gone_tree(d, x);
 			i++;
 		} else if (cmp > 0) {
-			if (y->state != S_KEPT)
-				arrival_tree(d, y);
+			arrival_tree(d, y);
 			j++;
 		} else {
 			if (nx_sattr_same_id(&x->a, &y->a)) {
@@ -691,16 +695,17 @@ static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_sno
 	while (i < v->nkids || j < c->nkids) {
 		struct nx_snode *x = i < v->nkids ? v->kids[i] : NULL;
 		struct nx_snode *y = j < c->nkids ? c->kids[j] : NULL;
-		int cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
+		int cmp;
 		size_t l;
 
 		/* The same file, unchanged (most, after a loss of a few
 		 * events): nothing to report, no path to make. */
-		if (cmp > 0 && y->state == S_KEPT) {
+		if (y && y->state == S_KEPT) {
 			y->state = S_NONE;
 			j++;
 			continue;
 		}
+		cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
 		if (!cmp && !nx_snode_isdir(y) && nx_sattr_same_id(&x->a, &y->a) &&
 		    !modified(x, y) && !attrib(x, y)) {
 			i++;
