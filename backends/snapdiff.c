@@ -43,6 +43,18 @@
  * tree by nx_snap_take: nothing to compare). */
 enum { S_NONE, S_GONE, S_PENDING, S_DROPPED, S_ARRIVAL, S_DONE, S_MADE, S_KEPT };
 
+/* What MODIFY and ATTRIB are told from: o the old attributes, n the new.
+ * A directory's size and times change with its entries: not reported. */
+static bool modified(const struct nx_sattr *o, const struct nx_sattr *n)
+{
+	return !S_ISDIR(n->mode) && (o->size != n->size || o->mtime != n->mtime);
+}
+
+static bool attrib(const struct nx_sattr *o, const struct nx_sattr *n)
+{
+	return (o->mode & 07777) != (n->mode & 07777) || o->uid != n->uid || o->gid != n->gid;
+}
+
 /* ---- taking unchanged files over (see snapshot.h) ---- */
 
 struct nx_staken {
@@ -103,9 +115,8 @@ struct nx_snode *nx_snode_take(struct nx_stake *t, struct nx_snode *cur_dir, con
 		return NULL;
 	o = od->kids[i];
 	/* (A node taken already has another parent.) */
-	if (o->parent != od || !nx_sattr_same_id(&o->a, a) || o->a.size != a->size ||
-	    o->a.mtime != a->mtime || (o->a.mode & 07777) != (a->mode & 07777) ||
-	    o->a.uid != a->uid || o->a.gid != a->gid)
+	if (o->parent != od || !nx_sattr_same_id(&o->a, a) || modified(&o->a, a) ||
+	    attrib(&o->a, a))
 		return NULL;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 256;
@@ -585,25 +596,12 @@ static void emit1(struct diff *d, uint32_t wi, uint32_t mask, uint32_t flags, co
 	d->emit(d->ctx, wi, mask, flags, 0, path, len, NULL, 0);
 }
 
-/* A directory's size and times change with its entries: not reported. */
-static bool modified(const struct nx_snode *v, const struct nx_snode *c)
-{
-	return !nx_snode_isdir(c) && (v->a.size != c->a.size || v->a.mtime != c->a.mtime);
-}
-
-static bool attrib(const struct nx_snode *v, const struct nx_snode *c)
-{
-	const struct nx_sattr *o = &v->a, *n = &c->a;
-
-	return (o->mode & 07777) != (n->mode & 07777) || o->uid != n->uid || o->gid != n->gid;
-}
-
 static void attrs(struct diff *d, uint32_t wi, const struct nx_snode *v, const struct nx_snode *c,
 		  size_t len)
 {
-	if (modified(v, c))
+	if (modified(&v->a, &c->a))
 		emit1(d, wi, NOTIFYX_MODIFY, 0, d->p[0], len);
-	if (attrib(v, c))
+	if (attrib(&v->a, &c->a))
 		emit1(d, wi, NOTIFYX_ATTRIB, dirflag(c), d->p[0], len);
 }
 
@@ -707,7 +705,7 @@ static void plain(struct diff *d, uint32_t wi, struct nx_snode *v, struct nx_sno
 		}
 		cmp = !x ? 1 : !y ? -1 : nx_snode_cmp_name(x->name, x->name_len, y->name, y->name_len);
 		if (!cmp && !nx_snode_isdir(y) && nx_sattr_same_id(&x->a, &y->a) &&
-		    !modified(x, y) && !attrib(x, y)) {
+		    !modified(&x->a, &y->a) && !attrib(&x->a, &y->a)) {
 			i++;
 			j++;
 			continue;
