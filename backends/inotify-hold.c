@@ -171,13 +171,15 @@ static bool held_from(struct notifyx *nx, size_t pos, size_t later_at, bool drai
 	     later < HOLD_DISTANCE && nx_ino_peek(in, p, &ev); p += sizeof(ev) + ev.len, later++)
 		if (ev.wd == r.wd && (ev.mask & DIR_CHANGES) && (r.mask & IN_MOVED_FROM))
 			return false; /* made under the lock the move held: see sync_holds */
+	/* (A lone MOVED_TO waits for the departure of an exchange with an
+	 * unseen place, which the same rename queues: synced alike.) */
 	if (in->flush || in->no_wait || later >= HOLD_DISTANCE || (drained && nx_now_ns() >= until) ||
-	    (synced && (r.mask & IN_MOVED_FROM) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
+	    (synced && (r.mask & IN_MOVE) && has_kwd(in->sync_kwd, in->nsync_kwd, r.wd)))
 		return false;
 	if (!in->holding || until < in->hold_until)
 		in->hold_until = until;
 	in->holding = true;
-	if (!(r.mask & IN_MOVED_FROM) || r.name_len > NAME_MAX)
+	if (!(r.mask & IN_MOVE) || r.name_len > NAME_MAX)
 		return true;
 	size_t i = 0;
 	while (i < in->nheld_kwd && in->held_kwd[i] != r.wd)
@@ -230,9 +232,11 @@ static int sync_dir(struct notifyx *nx, const struct kwatch *kw, bool *owned)
 }
 
 /*
- * Ends the holds of MOVED_FROMs early where it can tell.  A rename queues
- * both of its halves while it holds the lock of the directory it moves from,
- * and every change of that directory's entries takes the same lock: so of the
+ * Ends the holds of MOVED_FROMs, and of lone MOVED_TOs (an exchange with an
+ * unseen place: its departure follows), early where it can tell.  A rename
+ * queues both of its halves while it holds the lock of the directory it
+ * moves from (an exchange, of both), and every change of that directory's
+ * entries takes the same lock: so of the
  * MOVED_FROMs of one directory only the last can still wait for its second
  * half (a later change of that directory's entries in the stream shows it
  * has not), and only while that lock is held.  Once nx_kt_rename_over()
