@@ -333,15 +333,23 @@ static int open_dir_id(struct notifyx *nx, const struct fanid *id)
 }
 
 /* True when what the rename of record r queued is surely in the kernel
- * queue (nx_kt_rename_over); false when the directory cannot be reached. */
+ * queue (nx_kt_rename_over); false when neither directory can be reached.
+ * The rename holds the locks of both: the new one serves where the old one
+ * is not in the record (inode marks report only the watched ends: a move
+ * in from an unwatched directory) or cannot be opened. */
 static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 {
+	const char *name = r->oname.name;
 	int fd = r->odfid.len && r->oname.len ? open_dir_id(nx, &r->odfid) : -1;
 	bool over;
 
+	if (fd < 0 && r->ndfid.len && r->nname.len) {
+		fd = open_dir_id(nx, &r->ndfid);
+		name = r->nname.name;
+	}
 	if (fd < 0)
 		return false;
-	over = nx_kt_rename_over(fd, r->oname.name);
+	over = nx_kt_rename_over(fd, name);
 	close(fd);
 	return over;
 }
