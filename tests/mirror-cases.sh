@@ -161,6 +161,16 @@ case_ "directory moved in, then one below it moved away before the move is read"
 	'mkdir -p ../outside/m/s/t; touch ../outside/m/s/t/f' \
 	'mv ../outside/m m; touch m/s/t/g; mv m/s s2; mv m n'
 
+# A directory that comes back in (by an exchange with a file) is listed as
+# it is when the library reads its arrival: after a file moved out of k
+# onto l and k was exchanged with l.  The rename's record, read then, names
+# k (still marked, with inode marks, from before it left) where the listing
+# put the directory at l: the rename would go from l/f to l, below itself.
+# The listing shows it done.
+case_ "move out of a directory that a listing ahead of it put at the move's target" stop \
+	'mkdir -p p/k; touch p/k/f q' \
+	"mv p ../outside/p; $X ../outside/p q; ln -s x q/l; mv q/k/f q/l; $X q/k q/l"
+
 # An event in a directory whose parent is renamed before the event is read:
 # the event's path is the one at the time (then the rename moves it).
 case_ "event in a directory whose parent is renamed before the event is read" stop \
