@@ -569,19 +569,16 @@ static struct nx_snode *read_end(struct reader *rd, struct nx_snode *root, int r
 {
 	int err = errno;
 
-	if (!rd) {
-		nx_snap_free(root);
-		errno = err;
-		return NULL;
-	}
-	if (ret < 0 || rd->take.lost) {
-		nx_snap_give_back(&rd->take);
-		if (ret >= 0) /* a file could not be given back: not the tree */
+	if (rd) {
+		if (ret >= 0 && rd->take.lost) { /* a file could not be given back */
 			err = ENOMEM;
-		ret = -1;
+			ret = -1;
+		}
+		if (ret < 0) /* (root is freed) */
+			nx_snap_give_back(&rd->take);
+		nx_snap_take_end(&rd->take);
+		free(rd);
 	}
-	nx_snap_take_end(&rd->take);
-	free(rd);
 	if (ret >= 0)
 		return root;
 	nx_snap_free(root);
