@@ -204,6 +204,39 @@ static void self_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, boo
 	}
 }
 
+static bool fresh(const void *fa, const struct nx_node *s)
+{
+	return !nx_fan_stale(fa, s);
+}
+
+/*
+ * The kernel merges an unread deletion into an unread record of the same
+ * object at the same name (its creation, say), where that record was
+ * queued: record r, deleting entry name of directory k, may be older than
+ * a repair of a watch that the deletion came after.  That repair's listing
+ * may have seen the entry, and r is the only record to say that it went
+ * (seen in tests/mirror-rescan.sh, fanotify-fs, the last operation of a
+ * seed): for such a watch, r's deletion is delivered when the model has
+ * the entry and the name is gone now.
+ */
+static void merged_delete(struct notifyx *nx, const struct kobj *k, const struct fanrec *r)
+{
+	struct fan *fa = fan_of(nx);
+	size_t count = nx_kt_subscribers(nx, k->subs, fresh, fa, &fa->vec[0], &fa->vec_cap[0]);
+
+	for (size_t i = 0; i < count; i++) {
+		struct nx_node *s = fa->vec[0][i];
+		size_t len;
+		if (s->dead || !nx_node_watch(s)->rescan)
+			continue;
+		len = nx_fan_entry_path(fa, s, r->name.name, r->name.len, 0);
+		if (len != SIZE_MAX && nx_rescan_has(nx_node_watch(s), fa->path[0], len) &&
+		    !exists_now(nx, s, r->name.name, r->name.len))
+			child_event(nx, s, r->mask & (FAN_DELETE | FAN_ONDIR), r->name.name,
+				    r->name.len);
+	}
+}
+
 static void plain_event(struct notifyx *nx, const struct fanrec *r)
 {
 	struct fan *fa = fan_of(nx);
@@ -231,6 +264,8 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 		for (size_t i = 0; i < count; i++)
 			if (!fa->vec[0][i]->dead)
 				child_event(nx, fa->vec[0][i], r->mask, r->name.name, r->name.len);
+		if (r->mask & FAN_DELETE)
+			merged_delete(nx, k, r);
 	}
 	if ((r->mask & FAN_DELETE) && r->fid.len && (k = nx_fan_kobj_find(fa, &r->fid)) && k->isdir)
 		root_deleted(nx, k);

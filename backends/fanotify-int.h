@@ -115,8 +115,9 @@ struct fan {
 	 * departure from that place read later is done too. */
 	struct nx_map skipped;
 	/* Places (keys of object 0) where a listing found a directory that
-	 * then left the table without an event (it was gone when opened, or
-	 * nx_fan_attach found it at a newer place), until the queue is read
+	 * then left the table without an event (it was gone when opened,
+	 * nx_fan_attach found it at a newer place, or would not attach it
+	 * there: the table has it elsewhere), until the queue is read
 	 * dry: the copy may have it there, so an arrival there is not one the
 	 * copy never had. */
 	struct nx_map stale;

@@ -120,6 +120,13 @@ static bool overtaken(struct notifyx *nx, struct nx_watch *w, const struct fanid
 	return false;
 }
 
+/* A listing reported a directory at n/name that then left the table
+ * without an event (fan->stale): the copy may have it there, empty. */
+static bool stale_at(const struct fan *fa, const struct nx_node *n, const char *name, size_t len)
+{
+	return fa->stale.len && nx_map_get(&fa->stale, nx_fan_place_key(0, n, name, len));
+}
+
 /* Directory id arrived at n/name by move m (the other way with back): done
  * already in the table?  As end_done; or overtaken where the table has no
  * directory at n/name: then, unless a listing had it there (fan->stale), the
@@ -136,7 +143,7 @@ static bool arrival_done(struct notifyx *nx, struct nx_node *n, const char *name
 	if (kobj_at(nx, n, name, len) || !overtaken(nx, nx_node_watch(n), id, m, back))
 		return false;
 	place = nx_fan_place_key(id->key, n, name, len);
-	if (!nx_map_get(&fa->stale, nx_fan_place_key(0, n, name, len)))
+	if (!stale_at(fa, n, name, len))
 		nx_map_put(&fa->skipped, place, (void *)1);
 	return true;
 }
@@ -230,10 +237,16 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 			/* (With filesystem marks, an exchange's file too, in a
 			 * directory listed when it arrived: the exchange needs
 			 * both entries in the copy, and a file may have moved on
-			 * before the listing.) */
-			if (((m->isdir || (m->exchange && arrived_fs(a))) &&
+			 * before the listing.  And an exchange's end where a
+			 * listing found the directory coming the other way
+			 * ahead of this record (stale_at): the copy has an empty
+			 * directory there, not the file that left; seen in
+			 * tests/mirror-rescan.sh, fanotify-fs, seed 9.) */
+			if (((m->isdir || (m->exchange && (arrived_fs(a) ||
+							   stale_at(fa, a, m->fname, m->flen)))) &&
 			     dir_unknown_at(nx, a, m->fname, m->flen)) ||
-			    (m->exchange && (m->to_isdir || arrived_fs(b)) &&
+			    (m->exchange && (m->to_isdir || arrived_fs(b) ||
+					     stale_at(fa, b, m->tname, m->tlen)) &&
 			     dir_unknown_at(nx, b, m->tname, m->tlen)))
 				return true;
 		}

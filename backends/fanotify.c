@@ -478,6 +478,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	unsigned how = !nx_fan_fs_mode(w) ? NX_FAN_MARK : n->parent ? NX_FAN_STAY : 0;
 	if (nx_fan_attach(nx, n, fd, how) < 0) {
 		err = errno;
+		stale_place(fa, n); /* (reported, as a directory: see move_done_in_part) */
 		close(fd);
 		errno = err;
 		return -1;

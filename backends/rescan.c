@@ -391,6 +391,15 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, 
 		nx_snap_move(b, dir, name, nlen);
 }
 
+bool nx_rescan_has(const struct nx_watch *w, const char *path, size_t path_len)
+{
+	struct nx_snode *dir;
+	const char *name;
+	size_t nlen;
+
+	return w->rescan && path_len && lookup(w->rescan->model, path, path_len, &dir, &name, &nlen);
+}
+
 /* Is a a proper ancestor of b (paths below the root)? */
 static bool below(const char *a, size_t alen, const char *b, size_t blen)
 {

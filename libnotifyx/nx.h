@@ -346,6 +346,8 @@ int nx_rescan_start(struct notifyx *nx, struct nx_watch *w);
  * rescan.c. */
 bool nx_rescan_applies(const struct nx_watch *w, uint32_t mask, uint32_t flags, const char *path,
 		       size_t path_len, const char *old, size_t old_len);
+/* True when w's model has an entry at path (w without RESCAN: false). */
+bool nx_rescan_has(const struct nx_watch *w, const char *path, size_t path_len);
 /* The model follows ev, just queued for w. */
 void nx_rescan_apply(struct notifyx *nx, struct nx_watch *w, uint32_t mask, uint32_t flags,
 		     const char *path, size_t path_len, const char *old, size_t old_len);

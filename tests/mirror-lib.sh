@@ -128,6 +128,8 @@ compare() {
 		echo "$me: the mirror's last events (the full log is $work/$name.log):"
 		tail -n 40 "$work/$name.log"
 		MIRROR_KEEP=1
+		# (A private tmpfs goes with its namespace: MIRROR_SAVE=DIR keeps a copy.)
+		test -z "${MIRROR_SAVE:-}" || cp -a "$work" "$MIRROR_SAVE/"
 		fail "$4: the copy is not equal to the tree"
 	fi
 	echo "$me: $4: equal ($(wc -l <"$work/src.list") entries)"

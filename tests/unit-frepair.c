@@ -599,6 +599,69 @@ static void test_end_to_end(void **state)
 	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * The kernel merges a deletion into the unread record of the same object
+ * at the same name, where that record was queued: a file made before a
+ * repair, whose creation is still unread when the repair's listing sees
+ * it, then deleted, has its deletion in a record older than the repair.
+ * The watch must still hear of it.  (Many files made before it keep its
+ * record unread through the reads that end in the repair's SYNC.)
+ */
+static void test_merged_delete(void **state)
+{
+	const char *inode_max = *state;
+	struct notifyx_config cfg = { .size = sizeof(cfg), .backend = NOTIFYX_BACKEND_FANOTIFY,
+				      .flags = NOTIFYX_NONBLOCK, .queue_max = 8 };
+	static char buf[4 << 20];
+	struct pollfd p;
+	struct fix f = { .base = "/tmp/nx-frepair.XXXXXX" };
+	bool overflow = false, synced = false, deleted = false;
+	char path[200];
+
+	assert_non_null(mkdtemp(f.base));
+	snprintf(f.root, sizeof(f.root), "%s/root", f.base);
+	assert_int_equal(mkdir(f.root, 0755), 0);
+	setenv("NOTIFYX_FANOTIFY_INODE_MAX", inode_max, 1);
+	f.nx = notifyx_open(&cfg);
+	unsetenv("NOTIFYX_FANOTIFY_INODE_MAX");
+	assert_non_null(f.nx);
+	p = (struct pollfd){ .fd = notifyx_fd(f.nx), .events = POLLIN };
+	f.wd = notifyx_add_watch(f.nx, f.root, NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME |
+					       NOTIFYX_MOVED_OUT | NOTIFYX_MOVED_IN,
+				 NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN);
+	assert_true(f.wd > 0);
+	collect(&f); /* the listing: an empty root */
+	for (int i = 0; i < 20000; i++) {
+		snprintf(path, sizeof(path), "%s/m%d", f.root, i);
+		assert_int_equal(close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)), 0);
+	}
+	snprintf(path, sizeof(path), "%s/f", f.root);
+	assert_int_equal(close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)), 0);
+	/* Read up to the repair's SYNC, which lists f. */
+	while (!synced && poll(&p, 1, 2000) > 0) {
+		ssize_t len = notifyx_read(f.nx, buf, sizeof(buf));
+		if (len < 0) {
+			assert_int_equal(errno, EAGAIN);
+			continue;
+		}
+		for (const struct notifyx_event *e = (const void *)buf;
+		     (const char *)e < buf + len; e = notifyx_event_next(e)) {
+			overflow = overflow || e->mask == NOTIFYX_OVERFLOW;
+			synced = synced || (overflow && e->mask == NOTIFYX_SYNC);
+		}
+	}
+	assert_true(synced);
+	assert_int_equal(unlink(path), 0);
+	forget(&f);
+	collect(&f);
+	for (size_t i = 0; i < f.n; i++)
+		deleted = deleted || (f.ev[i].mask == NOTIFYX_DELETE && !strcmp(f.ev[i].path, "f"));
+	assert_true(deleted);
+	forget(&f);
+	assert_int_equal(notifyx_close(f.nx), 0);
+	nftw(f.base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	static const struct mode inode_lost = { "1000000", true, 1 },
@@ -616,6 +679,8 @@ int main(void)
 		cmocka_unit_test(test_root_gone),
 		{ "end to end, inode marks", test_end_to_end, NULL, NULL, (void *)"1000000" },
 		{ "end to end, filesystem mark", test_end_to_end, NULL, NULL, (void *)"0" },
+		{ "a deletion merged, inode marks", test_merged_delete, NULL, NULL, (void *)"1000000" },
+		{ "a deletion merged, filesystem mark", test_merged_delete, NULL, NULL, (void *)"0" },
 	};
 	struct notifyx_config cfg = { .size = sizeof(cfg), .backend = NOTIFYX_BACKEND_FANOTIFY };
 	struct notifyx *nx = notifyx_open(&cfg);
