@@ -68,6 +68,7 @@ bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 	    m.metadata_len > m.event_len)
 		return false;
 	r->mask = m.mask;
+	r->pid = m.pid;
 	for (off = m.metadata_len; m.event_len - off >= 4;) {
 		const unsigned char *p = (const unsigned char *)buf + pos + off;
 		uint16_t ilen;
@@ -157,4 +158,25 @@ uint64_t nx_fan_mask(uint32_t events)
 	if (events & NOTIFYX_MOVE_SELF)
 		m |= FAN_MOVE_SELF;
 	return m;
+}
+
+/* Records looked at after a FAN_RENAME for the second half of an exchange. */
+#define PAIR_WINDOW 1024
+
+size_t nx_fan_next_rename(const char *buf, size_t len, size_t pos, const struct fanrec *r)
+{
+	struct fanrec x;
+	size_t at = pos + r->size;
+
+	for (int i = 0; i < PAIR_WINDOW; i++) {
+		if (at >= len)
+			return SIZE_MAX;
+		nx_fan_decode(buf, len, at, &x);
+		if (!x.size)
+			return len;
+		if ((x.mask & FAN_RENAME) && x.pid == r->pid)
+			return at;
+		at += x.size;
+	}
+	return len;
 }

@@ -425,7 +425,7 @@ static void handle_records(struct notifyx *nx)
 			pos += r.size;
 			continue;
 		}
-		if (ok && (r.mask & FAN_RENAME) && nx_fan_next_rename(fa, pos, &r) == SIZE_MAX &&
+		if (ok && (r.mask & FAN_RENAME) && nx_fan_next_rename(fa->buf, fa->len, pos, &r) == SIZE_MAX &&
 		    second_half(nx, &r))
 			break; /* handled with what the next read brings */
 		if (!ok) {

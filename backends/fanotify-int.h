@@ -229,7 +229,6 @@ int nx_fan_process(struct notifyx *nx, unsigned flags);
 
 /* fanotify-move.c: moves, mounts */
 bool nx_fan_same_id(const struct fanid *a, const struct fanid *b);
-size_t nx_fan_next_rename(struct fan *fa, size_t pos, const struct fanrec *r);
 size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *r);
 void nx_fan_check_mounts(struct notifyx *nx);
 

@@ -393,34 +393,6 @@ static bool same_name(const struct fanname *a, const struct fanname *b)
 	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
 }
 
-/* Records looked at after a FAN_RENAME for the second half of an exchange. */
-#define PAIR_WINDOW 64
-
-/*
- * The position of the first FAN_RENAME after the one at pos (r): the
- * second half of an exchange, if it is one.  Not always the next record:
- * with filesystem marks, events of other processes on the filesystem can
- * be queued between the two halves.  fa->len when there is none in the
- * window; SIZE_MAX when buf ends before the window does.
- */
-size_t nx_fan_next_rename(struct fan *fa, size_t pos, const struct fanrec *r)
-{
-	struct fanrec x;
-	size_t at = pos + r->size;
-
-	for (int i = 0; i < PAIR_WINDOW; i++) {
-		if (at >= fa->len)
-			return SIZE_MAX;
-		nx_fan_decode(fa->buf, fa->len, at, &x);
-		if (!x.size)
-			return fa->len;
-		if (x.mask & FAN_RENAME)
-			return at;
-		at += x.size;
-	}
-	return fa->len;
-}
-
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
  * reverse of the first for another object: the identifiers of the objects
  * moved (FAN_REPORT_TARGET_FID) tell it from a rename onto an existing name
@@ -455,7 +427,7 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		fa->cookie = 1;
 
 	m.cookie = fa->cookie;
-	size_t xpos = nx_fan_next_rename(fa, pos, r);
+	size_t xpos = nx_fan_next_rename(fa->buf, fa->len, pos, r);
 	if (xpos < fa->len && nx_fan_decode(fa->buf, fa->len, xpos, &x) &&
 	    nx_fan_same_id(&x.odfid, &r->ndfid) && nx_fan_same_id(&x.ndfid, &r->odfid) &&
 	    same_name(&x.oname, &r->nname) && same_name(&x.nname, &r->oname) &&

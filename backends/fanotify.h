@@ -32,6 +32,7 @@ struct fanrec {
 	struct fanname name;  /* with dfid (DFID_NAME); "." for the directory itself */
 	struct fanid odfid, ndfid;      /* FAN_RENAME: old and new directory */
 	struct fanname oname, nname;
+	int32_t pid;          /* of the process that caused it, as this one sees it */
 };
 
 /* Decodes the record at buf[pos]: false when it is incomplete, its lengths
@@ -40,6 +41,14 @@ struct fanrec {
  * whose handle does not fit its length is ignored.  Reads nothing outside
  * buf[pos..len). */
 bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r);
+
+/* The position of the second half of an exchange whose first FAN_RENAME
+ * is r, at buf[pos]: the next FAN_RENAME of the same process (one system
+ * call queues both, but with filesystem marks other processes' records can
+ * come between, renames too, such as those of a program mirroring the tree
+ * on the same filesystem).  len when there is none in the next 1024
+ * records; SIZE_MAX when buf ends before them. */
+size_t nx_fan_next_rename(const char *buf, size_t len, size_t pos, const struct fanrec *r);
 
 /* Builds the key of an identifier made by name_to_handle_at (fsid, then
  * the handle as struct file_handle lays it out). */

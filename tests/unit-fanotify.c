@@ -257,6 +257,57 @@ static void test_decode_bad_version_and_truncated(void **state)
 	free(buf);
 }
 
+/* A FAN_RENAME of pid's, of object obj from dir/from to to_dir/to. */
+static char *rename_rec(struct rb *rb, int32_t pid, const char *obj, const char *dir,
+			const char *from, const char *to_dir, const char *to)
+{
+	struct fanotify_event_metadata m;
+
+	rb_start(rb, FAN_RENAME);
+	memcpy(&m, rb->b, sizeof(m));
+	m.pid = pid;
+	memcpy(rb->b, &m, sizeof(m));
+	rb_id(rb, FAN_EVENT_INFO_TYPE_OLD_DFID_NAME, 1, dir, (uint32_t)strlen(dir), from);
+	rb_id(rb, FAN_EVENT_INFO_TYPE_NEW_DFID_NAME, 1, to_dir, (uint32_t)strlen(to_dir), to);
+	rb_id(rb, FAN_EVENT_INFO_TYPE_FID, 1, obj, (uint32_t)strlen(obj), NULL);
+	return rb_finish(rb);
+}
+
+/* An exchange's second FAN_RENAME is the next of the same process's: with
+ * filesystem marks, another process's rename can come between (a program
+ * mirroring the tree on the same filesystem). */
+static void test_exchange_halves_apart(void **state)
+{
+	struct rb rb[4];
+	char *rec[4], *buf;
+	size_t off[5] = { 0 };
+	struct fanrec r;
+
+	(void)state;
+	rec[0] = rename_rec(&rb[0], 10, "obj1", "dirA", "x", "dirB", "y");
+	rec[1] = rename_rec(&rb[1], 20, "obj3", "dirC", "p", "dirC", "q");
+	rb_start(&rb[2], FAN_CREATE);
+	rb_id(&rb[2], FAN_EVENT_INFO_TYPE_DFID_NAME, 1, "dirC", 4, "r");
+	rec[2] = rb_finish(&rb[2]);
+	rec[3] = rename_rec(&rb[3], 10, "obj2", "dirB", "y", "dirA", "x");
+	for (int i = 0; i < 4; i++)
+		off[i + 1] = off[i] + rb[i].len;
+	buf = malloc(off[4]);
+	for (int i = 0; i < 4; i++)
+		memcpy(buf + off[i], rec[i], rb[i].len);
+	assert_true(nx_fan_decode(buf, off[4], 0, &r));
+	assert_int_equal(r.pid, 10);
+	assert_int_equal(nx_fan_next_rename(buf, off[4], 0, &r), off[3]);
+	/* The read ended before it: wait for more. */
+	assert_int_equal(nx_fan_next_rename(buf, off[3], 0, &r), SIZE_MAX);
+	/* The other process's rename has none after it. */
+	assert_true(nx_fan_decode(buf, off[4], off[1], &r));
+	assert_int_equal(nx_fan_next_rename(buf, off[4], off[1], &r), SIZE_MAX);
+	for (int i = 0; i < 4; i++)
+		free(rec[i]);
+	free(buf);
+}
+
 static void check_split(uint64_t mask, bool exists, const uint32_t *want, size_t n)
 {
 	uint32_t out[8];
@@ -319,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_decode_lying_lengths),
 		cmocka_unit_test(test_decode_name_without_nul),
 		cmocka_unit_test(test_decode_bad_version_and_truncated),
+		cmocka_unit_test(test_exchange_halves_apart),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_mask),
 	};

@@ -9,7 +9,8 @@
  * points to must lie inside that record, names must end with their NUL, and
  * the keys must be those of the bytes.  The first 9 bytes also feed the
  * splitting of a merged mask, whose output is checked for order and
- * uniqueness.
+ * uniqueness.  A FAN_RENAME's search for an exchange's second half
+ * (nx_fan_next_rename) must stay inside buf.
  */
 #include "config.h"
 
@@ -18,6 +19,10 @@
 #include "fanotify.h"
 #include "fuzz.h"
 #include "nx.h"
+
+#ifndef FAN_RENAME
+#define FAN_RENAME 0x10000000
+#endif
 
 static void check_id(const struct fanid *id, const char *rec, size_t size, const char *what)
 {
@@ -56,6 +61,11 @@ static void check_at(const char *buf, size_t len, size_t pos, struct fanrec *r)
 	check_name(&r->oname, rec, r->size, "oname");
 	check_name(&r->nname, rec, r->size, "nname");
 	CHECK(!r->name.len || r->dfid.len, "a name without its directory");
+	if (r->mask & FAN_RENAME) { /* its second half, if an exchange: a record after it */
+		size_t at = nx_fan_next_rename(buf, len, pos, r);
+		CHECK(at == SIZE_MAX || at == len || (at > pos && at < len),
+		      "second half at %zu for %zu of %zu", at, pos, len);
+	}
 }
 
 static void check_split(uint64_t mask, bool exists)
