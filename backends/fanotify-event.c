@@ -420,8 +420,7 @@ static void handle_records(struct notifyx *nx)
 		bool ok = nx_fan_decode(fa->buf, fa->len, pos, &r);
 		fa->cur = nx_fan_seq(fa, pos);
 		fa->next = pos + r.size;
-		if (pos == fa->paired && pos) { /* handled with its first half */
-			fa->paired = 0;
+		if (ok && !r.mask) { /* an exchange's second half, handled with its first */
 			pos += r.size;
 			continue;
 		}
@@ -453,7 +452,6 @@ static void handle_records(struct notifyx *nx)
 	late_deletes(nx, pos, true); /* their renames wait for the next read */
 	fa->cur = UINT64_MAX;
 	nx_map_free(&fa->renames);
-	fa->paired = 0;
 	nx_fan_consume(fa, pos);
 }
 

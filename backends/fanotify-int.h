@@ -135,8 +135,6 @@ struct fan {
 	bool ahead;           /* read ahead since buf was last empty */
 	bool unsure;          /* a directory move may be missing from pending */
 	bool waited;          /* waited for the record after buf's last (second_half) */
-	size_t paired;        /* in buf: the second FAN_RENAME of an exchange handled with
-				 the first, further on (0: none) */
 	/* Records are numbered in the order the kernel queued them: the one
 	 * at seq_at in buf is number seq; cur is the one being handled
 	 * (UINT64_MAX between batches). */

@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
@@ -435,10 +436,15 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
 		m.tfid = &x.fid;
-		if (xpos == pos + r->size)
+		if (xpos == pos + r->size) {
 			used += x.size;
-		else
-			fa->paired = xpos; /* skipped when reached */
+		} else {
+			/* Skipped when reached, also after a later read: other
+			 * records come first (handle_records may stop at one). */
+			uint64_t none = 0;
+			memcpy(fa->buf + xpos + offsetof(struct fanotify_event_metadata, mask),
+			       &none, sizeof(none));
+		}
 		/* Seen from one side only, it is a departure and an arrival at one
 		 * name there: the departure first. */
 		if (!m.from != !m.to) {
