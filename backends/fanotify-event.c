@@ -222,6 +222,7 @@ static bool fresh(const void *fa, const struct nx_node *s)
 static void merged_delete(struct notifyx *nx, const struct kobj *k, const struct fanrec *r)
 {
 	struct fan *fa = fan_of(nx);
+	/* (The watches r is stale for: fresh ones are dropped.) */
 	size_t count = nx_kt_subscribers(nx, k->subs, fresh, fa, &fa->vec[0], &fa->vec_cap[0]);
 
 	for (size_t i = 0; i < count; i++) {
@@ -424,8 +425,8 @@ static void handle_records(struct notifyx *nx)
 			pos += r.size;
 			continue;
 		}
-		if (ok && (r.mask & FAN_RENAME) && nx_fan_next_rename(fa->buf, fa->len, pos, &r) == SIZE_MAX &&
-		    second_half(nx, &r))
+		if (ok && (r.mask & FAN_RENAME) &&
+		    nx_fan_next_rename(fa->buf, fa->len, pos, &r) == SIZE_MAX && second_half(nx, &r))
 			break; /* handled with what the next read brings */
 		if (!ok) {
 			/* The kernel returns whole records only: a record that
