@@ -175,15 +175,24 @@ static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *na
 	return !nx_excluded(nx, nx_node_watch(n), fa->path[2], fa->path[2] + strlen(fa->path[2]) - len);
 }
 
-/* n was listed when it arrived (see dir_unknown_at), with filesystem marks
- * or inode marks (a directory moved in is listed when its record is read:
- * bench/seeds.sh, fanotify seed 20, an exchange with a file that had moved
- * out of it again before that listing). */
-static bool arrived_listed(const struct nx_node *n)
+/*
+ * An end at n/name of a move of a directory (dir) or of an exchange, where
+ * the copy may hold something else than the table says (dir_unknown_at).
+ * An exchange's file end too: the exchange needs both entries in the copy,
+ * and where n was listed when it arrived (with inode marks too: a directory
+ * moved in is listed when its record is read; bench/seeds.sh, fanotify seed
+ * 20) the file may have moved on before the listing; or where a listing
+ * found the directory coming the other way ahead of this record (stale_at),
+ * the copy has an empty directory there, not the file that left
+ * (tests/mirror-rescan.sh, fanotify-fs, seed 9).
+ */
+static bool end_unknown(struct notifyx *nx, struct nx_node *n, const char *name, size_t len,
+			bool dir, bool exchange)
 {
 	const struct kobj *k = n->kref;
 
-	return k && k->arrived;
+	return (dir || (exchange && ((k && k->arrived) || stale_at(fan_of(nx), n, name, len)))) &&
+	       dir_unknown_at(nx, n, name, len);
 }
 
 /*
@@ -238,20 +247,8 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 					    left_unseen(nx, b, m->tname, m->tlen, m->tfid) ||
 					    arrival_done(nx, a, m->fname, m->flen, m->tfid, m, true)))
 				return true;
-			/* (An exchange's file too, in a directory listed when
-			 * it arrived: the exchange needs both entries in the
-			 * copy, and a file may have moved on before the listing.
-			 * And an exchange's end where a listing found the
-			 * directory coming the other way ahead of this record
-			 * (stale_at): the copy has an empty directory there, not
-			 * the file that left; seen in tests/mirror-rescan.sh,
-			 * fanotify-fs, seed 9.) */
-			if (((m->isdir || (m->exchange && (arrived_listed(a) ||
-							   stale_at(fa, a, m->fname, m->flen)))) &&
-			     dir_unknown_at(nx, a, m->fname, m->flen)) ||
-			    (m->exchange && (m->to_isdir || arrived_listed(b) ||
-					     stale_at(fa, b, m->tname, m->tlen)) &&
-			     dir_unknown_at(nx, b, m->tname, m->tlen)))
+			if (end_unknown(nx, a, m->fname, m->flen, m->isdir, m->exchange) ||
+			    (m->exchange && end_unknown(nx, b, m->tname, m->tlen, m->to_isdir, true)))
 				return true;
 		}
 	}
