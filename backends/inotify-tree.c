@@ -604,19 +604,23 @@ bool nx_ino_read_more(struct ino *in)
  * Do records read but not handled yet change entry n->name of n's parent
  * (create, delete, move it away or onto it, exchange it)?  Then what that
  * name leads to now is not what the table calls n: the table follows those
- * records first.
+ * records first.  Records older than a repair of n's watch are not its own
+ * (stale()): they change nothing of its table.
  */
 static bool name_touched(const struct ino *in, const struct nx_node *n)
 {
 	const struct kwatch *kw = n->parent ? n->parent->kref : NULL;
+	uint64_t at = in->stream - in->len; /* the stream offset of buf[0] */
+	const struct iwatch *iw = iw_of(nx_node_watch(n));
+	uint64_t since = iw ? iw->since : 0;
 	struct inrec r;
 
 	/* No record queued since kw was added has been read: none can be kw's. */
 	if (!kw || kw->born >= in->stream)
 		return false;
 	for (size_t pos = in->next; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size)
-		if (r.wd == kw->kwd && (r.mask & DIR_CHANGES) && r.name_len == nx_node_name_len(n) &&
-		    !memcmp(r.name, nx_node_name(n), r.name_len))
+		if (r.wd == kw->kwd && (r.mask & DIR_CHANGES) && at + pos >= since &&
+		    r.name_len == nx_node_name_len(n) && !memcmp(r.name, nx_node_name(n), r.name_len))
 			return true;
 	return false;
 }
@@ -630,7 +634,7 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	int fd, err;
 	bool attached;
 
-	if (!wk->fatal && name_touched(in, n)) {
+	if (name_touched(in, n)) {
 		defer(nx, n, wk->report, 0);
 		return NX_KT_SKIP;
 	}
@@ -643,9 +647,15 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	}
 	attached = attach_fd(nx, n, fd) == 0;
 	err = errno;
-	if (!wk->fatal && n->parent && (!nx_ino_read_more(in) || name_touched(in, n))) {
-		/* Records of changes made before the directory was opened may
-		 * have come only now: the table follows them first. */
+	/* Records of changes made before the directory was opened may have
+	 * come only now: the table follows them first.  So in the walk of a
+	 * new watch or a repair too: its parent was listed first, and an
+	 * exchange of two of its subdirectories between that listing and
+	 * their opening would otherwise swap back, by its records, what each
+	 * name leads to now.  Where the kernel queue holds more than buf
+	 * takes (a repair after it overflowed), such a walk goes by the
+	 * records read: deferring all it enters would list nothing. */
+	if (n->parent && ((!nx_ino_read_more(in) && !wk->fatal) || name_touched(in, n))) {
 		nx_ino_detach(in, n);
 		close(fd);
 		defer(nx, n, wk->report, 0);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE 1
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -607,6 +608,76 @@ ON_BOTH_WITH(ahead_moved_on, listing_ahead, AHEAD_MOVED_ON)
 ON_BOTH_WITH(ahead_created, listing_ahead, AHEAD_CREATED)
 ON_BOTH_WITH(ahead_into, listing_ahead, AHEAD_INTO)
 
+/* ---- an exchange while the watch lists ------------------------------------ */
+
+/* getdents64, interposed (the library's calls reach this program's): the
+ * first time a listing reads the directory xchg_dir (st_dev, st_ino), its
+ * entries xchg_a and xchg_b are exchanged at once, as another program could
+ * do between the listing of a directory and the entering of its
+ * subdirectories. */
+static dev_t xchg_dev;
+static ino_t xchg_ino;
+static const char *xchg_a, *xchg_b;
+static int xchg_done;
+
+ssize_t getdents64(int fd, void *buf, size_t len)
+{
+	long n = syscall(SYS_getdents64, fd, buf, len);
+	struct stat st;
+	int err = errno;
+
+	if (n > 0 && xchg_a && !xchg_done && fstat(fd, &st) == 0 && st.st_dev == xchg_dev &&
+	    st.st_ino == xchg_ino) {
+		xchg_done = syscall(SYS_renameat2, AT_FDCWD, xchg_a, AT_FDCWD, xchg_b,
+				    RENAME_EXCHANGE) == 0 ? 1 : -errno;
+	}
+	errno = err;
+	return n;
+}
+
+/* Two directories of the watch's directory are exchanged after its listing
+ * read their names and before it enters them: each name then leads to what
+ * the other held, and the exchange's records come after.  The listing and
+ * those records together must leave the mirror (LIST) as the tree is: the
+ * records do not swap what was listed under the names as they are now. */
+static void exchange_while_listed(struct tu_fix *f, const char *base)
+{
+	char *w = conf_join(base, "w"), *a = conf_join(w, "a"), *b = conf_join(w, "b");
+	struct stat st;
+	int wd;
+
+	tu_mkdir(w);
+	make_entry(a, 1, "ina");
+	make_entry(b, 1, "inb");
+	assert_int_equal(stat(w, &st), 0);
+	xchg_dev = st.st_dev;
+	xchg_ino = st.st_ino;
+	xchg_done = 0;
+	xchg_a = a;
+	xchg_b = b;
+	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	xchg_a = NULL;
+	if (xchg_done < 0)
+		rename_exchange(a, b); /* skips, or fails, with the reason */
+	if (!xchg_done)
+		fail_msg("the watch's directory was not read with getdents64 while adding the watch");
+	conf_listed(&f->log, wd);
+	/* Events of what each name holds now, deep in it. */
+	tu_touch(tu_path(a, "inb2/new-a"));
+	tu_touch(tu_path(b, "ina2/new-b"));
+	tu_touch(tu_path(w, "last"));
+	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
+	tu_settle(&f->log);
+	ONCE(&f->log, wd, NOTIFYX_CREATE, "a/inb2/new-a", 0, 0);
+	ONCE(&f->log, wd, NOTIFYX_CREATE, "b/ina2/new-b", 0, 0);
+	conf_mirror_equals(&f->log, wd, w, NULL, "after an exchange while listed");
+	conf_no_error(&f->log);
+	free(b);
+	free(a);
+	free(w);
+}
+ON_BOTH(exchange_while_listed)
+
 int conf_exchange_run(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -630,6 +701,7 @@ int conf_exchange_run(void)
 		TEST_BOTH(ahead_moved_on),
 		TEST_BOTH(ahead_created),
 		TEST_BOTH(ahead_into),
+		TEST_BOTH(exchange_while_listed),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
