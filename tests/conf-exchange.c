@@ -638,29 +638,46 @@ ssize_t getdents64(int fd, void *buf, size_t len)
 /* Two directories of the watch's directory are exchanged after its listing
  * read their names and before it enters them: each name then leads to what
  * the other held, and the exchange's records come after.  The listing and
- * those records together must leave the mirror (LIST) as the tree is: the
- * records do not swap what was listed under the names as they are now. */
-static void exchange_while_listed(struct tu_fix *f, const char *base)
+ * those records together must leave the mirror as the tree is: the records
+ * do not swap back what was listed under the names as they are now.  The
+ * listing is the watch's first (LIST), or its repair (LIST|RESCAN, after an
+ * OVERFLOW of a queue_max of 4; on a scanning backend, the scan of the
+ * directory that the burst changed may come first: it is a listing too). */
+static void exchange_while_listed(struct tu_fix *f, const char *base, int repair)
 {
 	char *w = conf_join(base, "w"), *a = conf_join(w, "a"), *b = conf_join(w, "b");
+	uint32_t flags = NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST;
 	struct stat st;
-	int wd;
+	int wd = -1;
 
 	tu_mkdir(w);
 	make_entry(a, 1, "ina");
 	make_entry(b, 1, "inb");
 	assert_int_equal(stat(w, &st), 0);
+	if (repair) {
+		conf_reopen(f, 4);
+		wd = tu_add(&f->log, w, APPEAR | GO, flags | NOTIFYX_WATCH_RESCAN);
+		conf_listed(&f->log, wd);
+	}
 	xchg_dev = st.st_dev;
 	xchg_ino = st.st_ino;
 	xchg_done = 0;
 	xchg_a = a;
 	xchg_b = b;
-	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	if (repair) {
+		size_t from = f->log.n;
+
+		conf_make_files(w, "fill", 24); /* in w: a scanning backend lists it again */
+		tu_must_wait(&f->log, from, wd, NOTIFYX_SYNC, "", SYNC_MS, __FILE__, __LINE__);
+	} else {
+		wd = tu_add(&f->log, w, APPEAR | GO, flags);
+	}
 	xchg_a = NULL;
 	if (xchg_done < 0)
 		rename_exchange(a, b); /* skips, or fails, with the reason */
 	if (!xchg_done)
-		fail_msg("the watch's directory was not read with getdents64 while adding the watch");
+		fail_msg("the watch's directory was not read with getdents64 while %s",
+			 repair ? "repairing the watch" : "adding the watch");
 	conf_listed(&f->log, wd);
 	/* Events of what each name holds now, deep in it. */
 	tu_touch(tu_path(a, "inb2/new-a"));
@@ -676,7 +693,8 @@ static void exchange_while_listed(struct tu_fix *f, const char *base)
 	free(a);
 	free(w);
 }
-ON_BOTH(exchange_while_listed)
+ON_BOTH_WITH(exchange_while_listed, exchange_while_listed, 0)
+ON_BOTH_WITH(exchange_while_repaired, exchange_while_listed, 1)
 
 int conf_exchange_run(void)
 {
@@ -702,6 +720,7 @@ int conf_exchange_run(void)
 		TEST_BOTH(ahead_created),
 		TEST_BOTH(ahead_into),
 		TEST_BOTH(exchange_while_listed),
+		TEST_BOTH(exchange_while_repaired),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
