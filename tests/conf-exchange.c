@@ -611,13 +611,13 @@ ON_BOTH_WITH(ahead_into, listing_ahead, AHEAD_INTO)
 /* ---- an exchange while the watch lists ------------------------------------ */
 
 /* getdents64, interposed (the library's calls reach this program's): the
- * first time a listing reads the directory xchg_dir (st_dev, st_ino), its
- * entries xchg_a and xchg_b are exchanged at once, as another program could
- * do between the listing of a directory and the entering of its
- * subdirectories. */
+ * first time a listing reads the directory (xchg_dev, xchg_ino), its entries
+ * xchg_a and xchg_b are exchanged at once, or, with xchg_c, a is renamed c
+ * and b renamed a: as another program could do between the listing of a
+ * directory and the entering of its subdirectories. */
 static dev_t xchg_dev;
 static ino_t xchg_ino;
-static const char *xchg_a, *xchg_b;
+static const char *xchg_a, *xchg_b, *xchg_c;
 static int xchg_done;
 
 ssize_t getdents64(int fd, void *buf, size_t len)
@@ -628,24 +628,33 @@ ssize_t getdents64(int fd, void *buf, size_t len)
 
 	if (n > 0 && xchg_a && !xchg_done && fstat(fd, &st) == 0 && st.st_dev == xchg_dev &&
 	    st.st_ino == xchg_ino) {
-		xchg_done = syscall(SYS_renameat2, AT_FDCWD, xchg_a, AT_FDCWD, xchg_b,
-				    RENAME_EXCHANGE) == 0 ? 1 : -errno;
+		if (xchg_c)
+			xchg_done = rename(xchg_a, xchg_c) == 0 && rename(xchg_b, xchg_a) == 0 ? 1
+											: -errno;
+		else
+			xchg_done = syscall(SYS_renameat2, AT_FDCWD, xchg_a, AT_FDCWD, xchg_b,
+					    RENAME_EXCHANGE) == 0 ? 1 : -errno;
 	}
 	errno = err;
 	return n;
 }
 
-/* Two directories of the watch's directory are exchanged after its listing
- * read their names and before it enters them: each name then leads to what
- * the other held, and the exchange's records come after.  The listing and
- * those records together must leave the mirror as the tree is: the records
- * do not swap back what was listed under the names as they are now.  The
- * listing is the watch's first (LIST), or its repair (LIST|RESCAN, after an
+enum while_listed { WL_REPAIR = 1, WL_MOVE_ON = 2 };
+
+/* Two directories a and b of the watch's directory are exchanged (or a
+ * moves on to c and b to a: WL_MOVE_ON) after its listing read their names
+ * and before it enters them: each name then leads to what another held, and
+ * the records of the change come after.  The listing and those records
+ * together must leave the mirror as the tree is: the records do not move
+ * again what was listed under the names as they are now.  The listing is
+ * the watch's first (LIST), or its repair (WL_REPAIR: LIST|RESCAN, after an
  * OVERFLOW of a queue_max of 4; on a scanning backend, the scan of the
  * directory that the burst changed may come first: it is a listing too). */
-static void exchange_while_listed(struct tu_fix *f, const char *base, int repair)
+static void changed_while_listed(struct tu_fix *f, const char *base, int how)
 {
 	char *w = conf_join(base, "w"), *a = conf_join(w, "a"), *b = conf_join(w, "b");
+	char *c = conf_join(w, "c");
+	const char *other = how & WL_MOVE_ON ? "c" : "b"; /* where a's directory is */
 	uint32_t flags = NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST;
 	struct stat st;
 	int wd = -1;
@@ -654,7 +663,7 @@ static void exchange_while_listed(struct tu_fix *f, const char *base, int repair
 	make_entry(a, 1, "ina");
 	make_entry(b, 1, "inb");
 	assert_int_equal(stat(w, &st), 0);
-	if (repair) {
+	if (how & WL_REPAIR) {
 		conf_reopen(f, 4);
 		wd = tu_add(&f->log, w, APPEAR | GO, flags | NOTIFYX_WATCH_RESCAN);
 		conf_listed(&f->log, wd);
@@ -662,9 +671,10 @@ static void exchange_while_listed(struct tu_fix *f, const char *base, int repair
 	xchg_dev = st.st_dev;
 	xchg_ino = st.st_ino;
 	xchg_done = 0;
-	xchg_a = a;
 	xchg_b = b;
-	if (repair) {
+	xchg_c = how & WL_MOVE_ON ? c : NULL;
+	xchg_a = a;
+	if (how & WL_REPAIR) {
 		size_t from = f->log.n;
 
 		conf_make_files(w, "fill", 24); /* in w: a scanning backend lists it again */
@@ -673,28 +683,33 @@ static void exchange_while_listed(struct tu_fix *f, const char *base, int repair
 		wd = tu_add(&f->log, w, APPEAR | GO, flags);
 	}
 	xchg_a = NULL;
-	if (xchg_done < 0)
+	if (xchg_done < 0 && !(how & WL_MOVE_ON))
 		rename_exchange(a, b); /* skips, or fails, with the reason */
+	if (xchg_done < 0)
+		fail_msg("renaming %s: %s", a, strerror(-xchg_done));
 	if (!xchg_done)
 		fail_msg("the watch's directory was not read with getdents64 while %s",
-			 repair ? "repairing the watch" : "adding the watch");
+			 how & WL_REPAIR ? "repairing the watch" : "adding the watch");
 	conf_listed(&f->log, wd);
 	/* Events of what each name holds now, deep in it. */
 	tu_touch(tu_path(a, "inb2/new-a"));
-	tu_touch(tu_path(b, "ina2/new-b"));
+	tu_touch(tu_path(w, tu_fmt("%s/ina2/new-%s", other, other)));
 	tu_touch(tu_path(w, "last"));
 	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
 	tu_settle(&f->log);
 	ONCE(&f->log, wd, NOTIFYX_CREATE, "a/inb2/new-a", 0, 0);
-	ONCE(&f->log, wd, NOTIFYX_CREATE, "b/ina2/new-b", 0, 0);
-	conf_mirror_equals(&f->log, wd, w, NULL, "after an exchange while listed");
+	ONCE(&f->log, wd, NOTIFYX_CREATE, tu_fmt("%s/ina2/new-%s", other, other), 0, 0);
+	conf_mirror_equals(&f->log, wd, w, NULL, "after a change while listed");
 	conf_no_error(&f->log);
+	free(c);
 	free(b);
 	free(a);
 	free(w);
 }
-ON_BOTH_WITH(exchange_while_listed, exchange_while_listed, 0)
-ON_BOTH_WITH(exchange_while_repaired, exchange_while_listed, 1)
+ON_BOTH_WITH(exchange_while_listed, changed_while_listed, 0)
+ON_BOTH_WITH(exchange_while_repaired, changed_while_listed, WL_REPAIR)
+ON_BOTH_WITH(moved_on_while_listed, changed_while_listed, WL_MOVE_ON)
+ON_BOTH_WITH(moved_on_while_repaired, changed_while_listed, WL_REPAIR | WL_MOVE_ON)
 
 int conf_exchange_run(void)
 {
@@ -721,6 +736,8 @@ int conf_exchange_run(void)
 		TEST_BOTH(ahead_into),
 		TEST_BOTH(exchange_while_listed),
 		TEST_BOTH(exchange_while_repaired),
+		TEST_BOTH(moved_on_while_listed),
+		TEST_BOTH(moved_on_while_repaired),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
