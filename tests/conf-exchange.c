@@ -639,17 +639,18 @@ ssize_t getdents64(int fd, void *buf, size_t len)
 	return n;
 }
 
-enum while_listed { WL_REPAIR = 1, WL_MOVE_ON = 2 };
+enum while_listed { WL_REPAIR = 1, WL_MOVE_ON = 2, WL_FILE = 4 };
 
 /* Two directories a and b of the watch's directory are exchanged (or a
- * moves on to c and b to a: WL_MOVE_ON) after its listing read their names
- * and before it enters them: each name then leads to what another held, and
- * the records of the change come after.  The listing and those records
- * together must leave the mirror as the tree is: the records do not move
- * again what was listed under the names as they are now.  The listing is
- * the watch's first (LIST), or its repair (WL_REPAIR: LIST|RESCAN, after an
- * OVERFLOW of a queue_max of 4; on a scanning backend, the scan of the
- * directory that the burst changed may come first: it is a listing too). */
+ * moves on to c and b to a: WL_MOVE_ON; or b is a file: WL_FILE) after its
+ * listing read their names and before it enters them: each name then leads
+ * to what another held, and the records of the change come after.  The
+ * listing and those records together must leave the mirror as the tree is:
+ * the records do not move again what was listed under the names as they
+ * are now.  The listing is the watch's first (LIST), or its repair
+ * (WL_REPAIR: LIST|RESCAN, after an OVERFLOW of a queue_max of 4; on a
+ * scanning backend, the scan of the directory that the burst changed may
+ * come first: it is a listing too). */
 static void changed_while_listed(struct tu_fix *f, const char *base, int how)
 {
 	char *w = conf_join(base, "w"), *a = conf_join(w, "a"), *b = conf_join(w, "b");
@@ -661,7 +662,7 @@ static void changed_while_listed(struct tu_fix *f, const char *base, int how)
 
 	tu_mkdir(w);
 	make_entry(a, 1, "ina");
-	make_entry(b, 1, "inb");
+	make_entry(b, !(how & WL_FILE), "inb");
 	assert_int_equal(stat(w, &st), 0);
 	if (how & WL_REPAIR) {
 		conf_reopen(f, 4);
@@ -692,12 +693,14 @@ static void changed_while_listed(struct tu_fix *f, const char *base, int how)
 			 how & WL_REPAIR ? "repairing the watch" : "adding the watch");
 	conf_listed(&f->log, wd);
 	/* Events of what each name holds now, deep in it. */
-	tu_touch(tu_path(a, "inb2/new-a"));
+	if (!(how & WL_FILE))
+		tu_touch(tu_path(a, "inb2/new-a"));
 	tu_touch(tu_path(w, tu_fmt("%s/ina2/new-%s", other, other)));
 	tu_touch(tu_path(w, "last"));
 	WAIT(&f->log, wd, NOTIFYX_CREATE, "last");
 	tu_settle(&f->log);
-	ONCE(&f->log, wd, NOTIFYX_CREATE, "a/inb2/new-a", 0, 0);
+	if (!(how & WL_FILE))
+		ONCE(&f->log, wd, NOTIFYX_CREATE, "a/inb2/new-a", 0, 0);
 	ONCE(&f->log, wd, NOTIFYX_CREATE, tu_fmt("%s/ina2/new-%s", other, other), 0, 0);
 	conf_mirror_equals(&f->log, wd, w, NULL, "after a change while listed");
 	conf_no_error(&f->log);
@@ -710,6 +713,8 @@ ON_BOTH_WITH(exchange_while_listed, changed_while_listed, 0)
 ON_BOTH_WITH(exchange_while_repaired, changed_while_listed, WL_REPAIR)
 ON_BOTH_WITH(moved_on_while_listed, changed_while_listed, WL_MOVE_ON)
 ON_BOTH_WITH(moved_on_while_repaired, changed_while_listed, WL_REPAIR | WL_MOVE_ON)
+ON_BOTH_WITH(file_exchange_while_listed, changed_while_listed, WL_FILE)
+ON_BOTH_WITH(file_exchange_while_repaired, changed_while_listed, WL_REPAIR | WL_FILE)
 
 int conf_exchange_run(void)
 {
@@ -738,6 +743,8 @@ int conf_exchange_run(void)
 		TEST_BOTH(exchange_while_repaired),
 		TEST_BOTH(moved_on_while_listed),
 		TEST_BOTH(moved_on_while_repaired),
+		TEST_BOTH(file_exchange_while_listed),
+		TEST_BOTH(file_exchange_while_repaired),
 	};
 
 	return cmocka_run_group_tests_name("conformance: exchanges", tests, NULL, NULL);
