@@ -3,8 +3,9 @@
  * Conformance test, the edges of API.md 0.2 (issue "Exact at the edges"),
  * exchanges (renameat2 RENAME_EXCHANGE): with a place the watch does not
  * see (an excluded name, a directory outside every watch), and inside one
- * watch (directories, files, bursts read late); a mirror of the tree made of
- * the events stays exact.  Each case runs on /tmp and on a private tmpfs
+ * watch (directories, files, bursts read late, and changes made while the
+ * watch lists: getdents64 is interposed); a mirror of the tree made of the
+ * events stays exact.  Each case runs on /tmp and on a private tmpfs
  * (ON_BOTH, conformance.h).  Run from conformance.c's main through
  * conf_exchange_run().
  */
