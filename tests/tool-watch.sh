@@ -293,6 +293,28 @@ if [ -n "$backend" ]; then
 	fi
 fi
 
+# ---- a stream that never pauses: SIGTERM and SIGINT still end it with 0 -----------
+# Its own output written inside the tree it watches: each line written is a
+# MODIFY, printed in its turn, so events are always ready when the tool
+# waits, and the wait (ppoll) never delivers the signals it unblocks.
+if [ -n "$backend" ]; then
+	for sig in TERM INT; do
+		d=$tmp/loop-$sig
+		mkdir "$d"
+		[ $sig = INT ] && launch=sigint_default
+		if start_watch "$d/out" "$d" -b "$backend" -e create,modify; then
+			launch=
+			sleep 0.5
+			kill -$sig "$pid"
+			wait_exit
+			[ $rc -eq 0 ] || fail "loop: notifyx watch ended by SIG$sig: status $rc, want 0"
+			note "loop: SIG$sig ended it after $(lines "$d/out") lines of its own output"
+		fi
+		launch=
+		rm -rf "$d"
+	done
+fi
+
 # ---- the poll backend (a scanning one): SIGTERM ends it with 0 ---------------------
 d=$tmp/poll
 mkdir "$d"

@@ -362,13 +362,13 @@ static void on_stop_signal(int sig)
 
 /* Installs sa for sig, unless sig was ignored when the tool started (as SIGINT
  * is in a background job of a non-interactive shell): that stays ignored. */
-void catch_signal(int sig, const struct sigaction *sa)
+bool catch_signal(int sig, const struct sigaction *sa)
 {
 	struct sigaction old;
 
 	if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-		return;
-	sigaction(sig, sa, NULL);
+		return false;
+	return sigaction(sig, sa, NULL) == 0;
 }
 
 struct watch {
@@ -433,7 +433,7 @@ static int cmd_watch(int argc, char **argv)
 	int has_timeout = 0, progress, nwatch;
 	struct watch *watches = NULL;
 	struct sigaction sa;
-	sigset_t block, orig;
+	sigset_t block, orig, stops;
 	size_t bufsize;
 	void *buf = NULL;
 
@@ -554,8 +554,11 @@ static int cmd_watch(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &block, &orig);
 	sigdelset(&orig, SIGINT);
 	sigdelset(&orig, SIGTERM);
-	catch_signal(SIGINT, &sa);
-	catch_signal(SIGTERM, &sa);
+	sigemptyset(&stops);
+	if (catch_signal(SIGINT, &sa))
+		sigaddset(&stops, SIGINT);
+	if (catch_signal(SIGTERM, &sa))
+		sigaddset(&stops, SIGTERM);
 
 	bufsize = NOTIFYX_EVENT_MAX > 65536 ? NOTIFYX_EVENT_MAX : 65536;
 	buf = malloc(bufsize);
@@ -653,6 +656,12 @@ static int cmd_watch(int argc, char **argv)
 			status = EXIT_FAILURE;
 			break;
 		}
+		/* ppoll delivers a signal it unblocks only when it waits: with
+		 * events always ready (a stream that never pauses, such as the
+		 * tool's own output written inside the tree it watches), it
+		 * returns at once and the signal stays pending.  Taken here. */
+		if (!stop_signal && (r = sigtimedwait(&stops, NULL, &(struct timespec){ 0, 0 })) > 0)
+			stop_signal = r;
 	}
 
 out:

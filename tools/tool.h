@@ -7,6 +7,7 @@
 #define NOTIFYX_TOOLS_TOOL_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <getopt.h>
@@ -43,7 +44,7 @@ int parse_events(const char *list, uint32_t *mask, int *want_all);
 void report_error(const char *what, int err, uint32_t backend, int opening);
 
 /* sigaction(sig, sa), unless sig was ignored when the tool started. */
-void catch_signal(int sig, const struct sigaction *sa);
+bool catch_signal(int sig, const struct sigaction *sa);
 
 /* ---- options.c: what watch and run share ---- */
 
