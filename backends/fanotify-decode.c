@@ -52,20 +52,33 @@ static void decode_id(const unsigned char *p, size_t len, bool named, struct fan
 	}
 }
 
+/* The header of the record at buf[pos], when the whole record is there:
+ * false when not (see nx_fan_decode).  *ok: whether the header is one this
+ * library reads. */
+static bool header_at(const char *buf, size_t len, size_t pos, struct fanotify_event_metadata *m,
+		      bool *ok)
+{
+	if (pos > len || len - pos < sizeof(*m))
+		return false;
+	memcpy(m, buf + pos, sizeof(*m));
+	if (m->event_len < sizeof(*m) || m->event_len > len - pos)
+		return false;
+	*ok = m->vers == FANOTIFY_METADATA_VERSION && m->metadata_len >= sizeof(*m) &&
+	      m->metadata_len <= m->event_len;
+	return true;
+}
+
 bool nx_fan_decode(const char *buf, size_t len, size_t pos, struct fanrec *r)
 {
 	struct fanotify_event_metadata m;
 	size_t off;
+	bool ok;
 
 	memset(r, 0, sizeof(*r));
-	if (pos > len || len - pos < sizeof(m))
-		return false;
-	memcpy(&m, buf + pos, sizeof(m));
-	if (m.event_len < sizeof(m) || m.event_len > len - pos)
+	if (!header_at(buf, len, pos, &m, &ok))
 		return false;
 	r->size = m.event_len;
-	if (m.vers != FANOTIFY_METADATA_VERSION || m.metadata_len < sizeof(m) ||
-	    m.metadata_len > m.event_len)
+	if (!ok)
 		return false;
 	r->mask = m.mask;
 	r->pid = m.pid;
@@ -165,18 +178,19 @@ uint64_t nx_fan_mask(uint32_t events)
 
 size_t nx_fan_next_rename(const char *buf, size_t len, size_t pos, const struct fanrec *r)
 {
-	struct fanrec x;
+	struct fanotify_event_metadata m;
 	size_t at = pos + r->size;
+	bool ok;
 
+	/* The headers only: the search runs for each FAN_RENAME handled. */
 	for (int i = 0; i < PAIR_WINDOW; i++) {
 		if (at >= len)
 			return SIZE_MAX;
-		nx_fan_decode(buf, len, at, &x);
-		if (!x.size)
+		if (!header_at(buf, len, at, &m, &ok))
 			return len;
-		if ((x.mask & FAN_RENAME) && x.pid == r->pid)
+		if (ok && (m.mask & FAN_RENAME) && m.pid == r->pid)
 			return at;
-		at += x.size;
+		at += m.event_len;
 	}
 	return len;
 }

@@ -660,8 +660,11 @@ static int cmd_watch(int argc, char **argv)
 		 * events always ready (a stream that never pauses, such as the
 		 * tool's own output written inside the tree it watches), it
 		 * returns at once and the signal stays pending.  Taken here. */
-		if (!stop_signal && (r = sigtimedwait(&stops, NULL, &(struct timespec){ 0, 0 })) > 0)
-			stop_signal = r;
+		if (!stop_signal) {
+			int sig = sigtimedwait(&stops, NULL, &(struct timespec){ 0, 0 });
+			if (sig > 0)
+				stop_signal = sig;
+		}
 	}
 
 out:
