@@ -84,7 +84,7 @@ void nx_fan_guard_root(struct notifyx *nx, struct nx_watch *w)
 		unsigned char id[ID_MAX];
 		size_t len;
 		/* Kept when the parent's own mark goes (nx_fan_detach). */
-		fw->guard = nx_fan_fd_id(pfd, id, &len) == 0 ? nx_fan_key(id, len) : 0;
+		fw->guard = nx_fan_fd_id(pfd, id, &len, NULL) == 0 ? nx_fan_key(id, len) : 0;
 		close(pfd);
 		return;
 	}

@@ -362,7 +362,7 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		if (up->fd < 0)
 			break;
 		/* Up across mount points too: a filesystem mounted in a tree. */
-		if (nx_fan_fd_id(up->fd, up->id, &up->idlen) < 0 ||
+		if (nx_fan_fd_id(up->fd, up->id, &up->idlen, NULL) < 0 ||
 		    (up->idlen == l->idlen && !memcmp(up->id, l->id, l->idlen))) {
 			close(up->fd); /* the top */
 			break;
@@ -571,7 +571,7 @@ static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uin
 
 	if (fd < 0)
 		return -1;
-	if (nx_fan_fd_id(fd, id, &len) < 0)
+	if (nx_fan_fd_id(fd, id, &len, NULL) < 0)
 		goto fail;
 	struct fsmark **v = realloc(fw->marks, (fw->nmarks + 1) * sizeof(*v));
 	uint64_t *mv = v ? realloc(fw->mnts, (fw->nmarks + 1) * sizeof(*mv)) : NULL;
@@ -601,7 +601,7 @@ static int fs_mark(struct notifyx *nx, struct nx_watch *w, const char *path, uin
 		fm->mfd = -1;
 		fm->dirkey = nx_fan_key(id, len);
 		int mfd = open(fm->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (mfd >= 0 && nx_fan_fd_id(mfd, id, &len) == 0)
+		if (mfd >= 0 && nx_fan_fd_id(mfd, id, &len, NULL) == 0)
 			fm->dirkey = nx_fan_key(id, len);
 		if (mfd >= 0)
 			close(mfd);
@@ -774,15 +774,10 @@ struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, co
 	if (!(k = nx_fan_kobj_find(fa, id))) {
 		if (nx_map_get(&fa->kobjs, id->key))
 			return NULL;
-		if (!(k = calloc(1, sizeof(*k))) || nx_map_put(&fa->kobjs, id->key, k) < 0) {
-			free(k);
+		if (!(k = nx_fan_kobj_new(fa, id, true))) {
 			nx_lost(nx, w); /* its events cannot be placed */
 			return NULL;
 		}
-		k->key = id->key;
-		k->idlen = id->len;
-		memcpy(k->id, id->data, id->len);
-		k->isdir = true;
 		k->mnt_id = parent->kref ? ((struct kobj *)parent->kref)->mnt_id : 0;
 		k->gen = fa->fsgen;
 	}

@@ -37,13 +37,16 @@ struct kobj {
 	uint64_t mnt_id;      /* the mount the library reached it through */
 	uint64_t gen;         /* fsgen when it was last resolved */
 	uint64_t listed_at;   /* the epoch of its last listing by nx_fan_walk() */
+	nx_subs subs;         /* nodes of this inode */
+	uint16_t idlen;
+	bool isdir;
 	bool arrived;         /* that listing was of a directory that arrived, not a
 				 watch's first walk (whose records come after it, those
 				 queued while it walked aside) */
-	nx_subs subs;         /* nodes of this inode */
-	bool isdir;
-	size_t idlen;
-	unsigned char id[ID_MAX];
+	/* Its identifier, idlen bytes (a filesystem's handles are mostly
+	 * 8-12 bytes, not the ID_MAX a kobj would hold inline: one per
+	 * directory of a tree under a filesystem mark). */
+	unsigned char id[];
 };
 
 struct deferred {
@@ -166,8 +169,13 @@ static inline struct fan *fan_of(const struct notifyx *nx)
 }
 
 /* fanotify.c: identifiers, marks, walking directories */
-int nx_fan_fd_id(int fd, unsigned char *id, size_t *len);
+/* The identifier of the object open at fd, as fanotify's FID records give
+ * it (fsid, handle); *mnt_id, unless NULL, its mount's id. */
+int nx_fan_fd_id(int fd, unsigned char *id, size_t *len, uint64_t *mnt_id);
 struct kobj *nx_fan_kobj_find(const struct fan *fa, const struct fanid *id);
+/* A new kobj of identifier id (len <= ID_MAX), in fa->kobjs; NULL (ENOMEM)
+ * when it cannot be. */
+struct kobj *nx_fan_kobj_new(struct fan *fa, const struct fanid *id, bool isdir);
 void nx_fan_drop_kobj(struct fan *fa, struct kobj *k);
 uint64_t nx_fan_mnt_of(int fd);
 int nx_fan_mark_fd(struct fan *fa, unsigned flags, uint64_t mask, int fd);

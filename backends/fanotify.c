@@ -59,7 +59,7 @@
 
 /* The identifier of the object open at fd, as fanotify reports it.  ENODEV
  * when the filesystem has no file handles or a zero fsid. */
-int nx_fan_fd_id(int fd, unsigned char *id, size_t *len)
+int nx_fan_fd_id(int fd, unsigned char *id, size_t *len, uint64_t *mnt_id)
 {
 	struct {
 		struct file_handle fh;
@@ -87,6 +87,8 @@ int nx_fan_fd_id(int fd, unsigned char *id, size_t *len)
 	memcpy(id + 12, &h.fh.handle_type, 4);
 	memcpy(id + 16, h.bytes, h.fh.handle_bytes);
 	*len = 16 + h.fh.handle_bytes;
+	if (mnt_id) /* the mount id statx(STATX_MNT_ID) gives, one call fewer */
+		*mnt_id = (uint64_t)(unsigned)mnt;
 	return 0;
 }
 
@@ -97,6 +99,22 @@ struct kobj *nx_fan_kobj_find(const struct fan *fa, const struct fanid *id)
 	if (!id->len || !(k = nx_map_get(&fa->kobjs, id->key)))
 		return NULL;
 	return k->idlen == id->len && !memcmp(k->id, id->data, id->len) ? k : NULL;
+}
+
+struct kobj *nx_fan_kobj_new(struct fan *fa, const struct fanid *id, bool isdir)
+{
+	struct kobj *k = calloc(1, offsetof(struct kobj, id) + id->len);
+
+	if (!k || nx_map_put(&fa->kobjs, id->key, k) < 0) {
+		free(k);
+		errno = ENOMEM;
+		return NULL;
+	}
+	k->key = id->key;
+	k->idlen = (uint16_t)id->len;
+	memcpy(k->id, id->data, id->len);
+	k->isdir = isdir;
+	return k;
 }
 
 void nx_fan_drop_kobj(struct fan *fa, struct kobj *k)
@@ -176,10 +194,11 @@ int nx_fan_attach(struct notifyx *nx, struct nx_node *n, int fd, unsigned how)
 	struct fanid fid;
 	struct kobj *k;
 	struct stat st;
+	uint64_t mnt_id;
 	size_t len;
 	bool fresh = false;
 
-	if (fstat(fd, &st) < 0 || nx_fan_fd_id(fd, id, &len) < 0)
+	if (fstat(fd, &st) < 0 || nx_fan_fd_id(fd, id, &len, &mnt_id) < 0)
 		return -1;
 	fid.data = id;
 	fid.len = len;
@@ -191,16 +210,9 @@ again:
 			errno = ENOSPC; /* a 64-bit hash collision: never seen, but not wrong */
 			return -1;
 		}
-		if (!(k = calloc(1, sizeof(*k))) || nx_map_put(&fa->kobjs, fid.key, k) < 0) {
-			free(k);
-			errno = ENOMEM;
+		if (!(k = nx_fan_kobj_new(fa, &fid, S_ISDIR(st.st_mode))))
 			return -1;
-		}
-		k->key = fid.key;
-		k->idlen = len;
-		memcpy(k->id, id, len);
-		k->isdir = S_ISDIR(st.st_mode);
-		k->mnt_id = nx_fan_mnt_of(fd);
+		k->mnt_id = mnt_id;
 		fresh = true;
 	}
 	uint64_t want = how & NX_FAN_MARK ? node_mask(n, k->isdir) : 0;
@@ -293,7 +305,7 @@ int nx_fan_open_node(struct notifyx *nx, struct nx_node *n)
 		fd = open_below(nx, n, NULL, 0, O_PATH);
 	if (fd < 0)
 		return -1;
-	if (nx_fan_fd_id(fd, id, &len) < 0) {
+	if (nx_fan_fd_id(fd, id, &len, NULL) < 0) {
 		int err = errno;
 		close(fd);
 		errno = err;
