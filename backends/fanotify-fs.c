@@ -3,6 +3,7 @@
  * directories of filesystem marks, found on demand. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,9 +22,10 @@
 
 /* ---- reading the kernel queue ---- */
 
-/* Indexes the directory moves among the records read since the last call.
- * Only resolve() looks for them, and calls it: reading decodes nothing
- * twice when no directory is to be found. */
+/* Indexes the directory moves among the records read since the last call,
+ * and with lazy watches the directory deletions too.  Only resolve() looks
+ * for them, and calls it: reading decodes nothing twice when no directory
+ * is to be found. */
 static void index_moves(struct fan *fa)
 {
 	struct fanrec r;
@@ -32,8 +34,9 @@ static void index_moves(struct fan *fa)
 		bool ok = nx_fan_decode(fa->buf, fa->len, fa->indexed, &r);
 		if (!r.size) /* a length that cannot be trusted: see handle_records */
 			break;
-		if (ok && (r.mask & FAN_RENAME) && (r.mask & FAN_ONDIR) && r.fid.len &&
-		    r.odfid.len && r.oname.len) {
+		bool moved = (r.mask & FAN_RENAME) && r.odfid.len && r.oname.len;
+		bool gone = fa->nlazy && (r.mask & FAN_DELETE) && r.dfid.len && r.name.len;
+		if (ok && (moved || gone) && (r.mask & FAN_ONDIR) && r.fid.len) {
 			if (fa->npending == fa->pend_cap) {
 				size_t cap = fa->pend_cap ? 2 * fa->pend_cap : 64;
 				struct pending *v = realloc(fa->pending, cap * sizeof(*v));
@@ -44,7 +47,8 @@ static void index_moves(struct fan *fa)
 				fa->pending = v;
 				fa->pend_cap = cap;
 			}
-			fa->pending[fa->npending++] = (struct pending){ fa->indexed, r.fid.key };
+			fa->pending[fa->npending++] =
+				(struct pending){ fa->indexed, r.fid.key, !moved };
 		}
 		fa->indexed += r.size;
 	}
@@ -220,7 +224,8 @@ struct fsmark *nx_fan_fsmark_of(const struct fan *fa, const unsigned char *fsid)
 
 /* A directory on the way up from one being resolved. */
 struct link {
-	int fd;
+	int fd;               /* -1: known only by a record that names it */
+	bool requeued;        /* found deleted once, the kernel queue read again */
 	char name[NAME_MAX + 1]; /* its name in the next one up */
 	size_t name_len;
 	size_t idlen;
@@ -230,27 +235,34 @@ struct link {
 
 #define RESOLVE_DEPTH (PATH_MAX / 2)
 
-/* The first FAN_RENAME not handled yet that moves directory id (key): where
- * it was when the event being handled happened.  False when none. */
+/* The first FAN_RENAME (or deletion, see index_moves) not handled yet of
+ * directory id (key): where it was when the event being handled happened,
+ * in out->odfid and out->oname.  False when none. */
 static bool pending_move(struct fan *fa, const unsigned char *id, size_t idlen, uint64_t key,
 			 struct fanrec *out)
 {
 	while (fa->pend_start < fa->npending && fa->pending[fa->pend_start].pos < fa->next)
 		fa->pend_start++;
-	for (size_t i = fa->pend_start; i < fa->npending; i++)
+	for (size_t i = fa->pend_start; i < fa->npending; i++) {
 		if (fa->pending[i].key == key &&
 		    nx_fan_decode(fa->buf, fa->len, fa->pending[i].pos, out) &&
-		    out->fid.len == idlen && !memcmp(out->fid.data, id, idlen))
+		    out->fid.len == idlen && !memcmp(out->fid.data, id, idlen)) {
+			if (fa->pending[i].gone) {
+				out->odfid = out->dfid;
+				out->oname = out->name;
+			}
 			return true;
+		}
+	}
 	return false;
 }
 
 /* True when one of the n directories of chain was moved by a record at pos
- * from or after. */
+ * from or after (a deletion leaves where it was as it was). */
 static bool moved_since(const struct fan *fa, size_t from, const struct link *chain, size_t n)
 {
 	for (size_t i = fa->npending; i-- > fa->pend_start && fa->pending[i].pos >= from;)
-		for (size_t j = 0; j < n; j++)
+		for (size_t j = 0; j < n && !fa->pending[i].gone; j++)
 			if (fa->pending[i].key == chain[j].key)
 				return true;
 	return false;
@@ -312,6 +324,38 @@ static struct nx_node *node_in(const struct kobj *k, const struct nx_watch *w)
 	return NULL;
 }
 
+/* The name of directory st (of link l) in directory up, found by reading
+ * up (its path from "/" is longer than PATH_MAX, which readlink cannot
+ * give): false when it is not there. */
+static bool name_in(struct fan *fa, const struct link *up, const struct stat *st, struct link *l)
+{
+	_Alignas(8) char buf[8192];
+	struct stat cst;
+	ssize_t n;
+	bool found = false;
+	int fd = openat(up->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	nx_map_put(&fa->listed, up->key, (void *)1); /* its OPEN and CLOSE are ours */
+	while (!found && (n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t pos = 0; pos < n && !found;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(buf + pos);
+			size_t len = strlen(d->d_name);
+			pos += d->d_reclen;
+			if (d->d_ino != st->st_ino || len > NAME_MAX ||
+			    fstatat(up->fd, d->d_name, &cst, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    cst.st_ino != st->st_ino || cst.st_dev != st->st_dev)
+				continue;
+			memcpy(l->name, d->d_name, len + 1);
+			l->name_len = len;
+			found = true;
+		}
+	}
+	close(fd);
+	return found;
+}
+
 /* Goes up from directory chain[0] (open, its identifier set) to the top of
  * its filesystem, or to a directory anchored, as things were when the event
  * being handled happened: by "..", or, where a move not handled yet moved a
@@ -329,6 +373,7 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		struct stat st;
 		ssize_t len;
 		char *slash;
+		up->requeued = false;
 		if (nx_map_get(&fa->outside, l->key) || (n > 1 && anchored(fa, l)))
 			break;
 		if (pending_move(fa, l->id, l->idlen, l->key, &pr)) {
@@ -345,19 +390,35 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 			up->fd = -1;
 			if (anchored(fa, up))
 				return n + 1;
-			if (!fm || (up->fd = nx_fan_open_handle(fa, fm, up->id, up->idlen)) < 0)
+			/* Gone too, with lazy watches: its own deletion or move,
+			 * further on, says where it was. */
+			if (!fm || ((up->fd = nx_fan_open_handle(fa, fm, up->id, up->idlen)) < 0 &&
+				    !(errno == ESTALE && fa->nlazy)))
 				break;
 			n++;
 			continue;
 		}
+		if (l->fd < 0)
+			break; /* gone, and no record says where it was */
+		if (fstat(l->fd, &st) < 0)
+			break;
+		if (!st.st_nlink && fa->nlazy && !l->requeued) {
+			/* Deleted since it was opened: its deletion is queued. */
+			l->requeued = true;
+			read_ahead(fa);
+			index_moves(fa);
+			continue;
+		}
+		if (!st.st_nlink)
+			break; /* gone */
 		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", l->fd);
 		len = readlink(kpath, path, PATH_MAX - 1);
-		if (len <= 1 || path[0] != '/' || fstat(l->fd, &st) < 0 || !st.st_nlink)
-			break; /* the top, or gone */
-		path[len] = '\0';
-		slash = strrchr(path, '/');
-		l->name_len = strlen(slash + 1);
-		memcpy(l->name, slash + 1, l->name_len + 1);
+		if (len == PATH_MAX - 1) { /* cut short */
+			len = -1;
+			errno = ENAMETOOLONG;
+		}
+		if (len <= 0 && errno != ENAMETOOLONG)
+			break;
 		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up->fd < 0)
 			break;
@@ -368,6 +429,15 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 			break;
 		}
 		up->key = nx_fan_key(up->id, up->idlen);
+		if (len > 0 && path[0] == '/') {
+			path[len] = '\0';
+			slash = strrchr(path, '/');
+			l->name_len = strlen(slash + 1);
+			memcpy(l->name, slash + 1, l->name_len + 1);
+		} else if (len > 0 || !name_in(fa, up, &st, l)) {
+			close(up->fd);
+			break;
+		}
 		n++;
 	}
 	return n;
@@ -401,7 +471,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 	struct fsmark *fm = id->len >= 16 ? nx_fan_fsmark_of(fa, id->data) : NULL;
 	struct link *chain;
 	struct nx_watch *w;
-	size_t n = 0, pos = 0;
+	size_t n = 0, pos = 0, broke = 0; /* links below broke: a watch stopped there */
 	bool inside = false, behind = false, sure;
 	int fd;
 
@@ -413,15 +483,18 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 	index_moves(fa);
 	for (int tries = 0;; tries++) {
 		size_t seen = fa->len;
-		if ((fd = nx_fan_open_handle(fa, fm, id->data, id->len)) < 0) {
+		if ((fd = nx_fan_open_handle(fa, fm, id->data, id->len)) < 0 &&
+		    !(errno == ESTALE && fa->nlazy)) {
 			/* Gone: a handle is never reused, nothing will be found
-			 * there. */
+			 * there (lazy watches: but its records say where it
+			 * was, see climb). */
 			if (errno == ESTALE)
 				nx_map_put(&fa->outside, id->key, (void *)1);
 			free(chain);
 			return nx_fan_kobj_find(fa, id);
 		}
 		chain[0].fd = fd;
+		chain[0].requeued = false;
 		chain[0].idlen = id->len;
 		chain[0].key = id->key;
 		memcpy(chain[0].id, id->data, id->len);
@@ -459,7 +532,8 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			continue;
 		/* Down from there: nodes known by identifier are where the
 		 * events read so far put them; the others are made by name. */
-		for (size_t j = top; node && j-- > 0;) {
+		size_t j = top;
+		while (node && j-- > 0) {
 			struct link *l = &chain[j];
 			struct fanid lid = { l->id, l->idlen, l->key };
 			struct nx_node *c = node_in(nx_fan_kobj_find(fa, &lid), w);
@@ -467,21 +541,33 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (c && c->parent == node)
 				goto next;
 			c = nx_node_find(&nx->paths, node, l->name, l->name_len);
+			bool other = c && c->kref && ((struct kobj *)c->kref)->key != l->key;
 			/* The table is made of listings, which can be ahead of
 			 * the event (made after it): a directory it does not
 			 * have where the event was is one that left a directory
 			 * before that was listed.  Its events are in the
 			 * listing of where it went, made when its move is read
 			 * (as with inode marks, which hear nothing of a
-			 * directory until they list it). */
-			if (!c || (c->kref && ((struct kobj *)c->kref)->key != l->key)) {
+			 * directory until they list it).  A lazy watch's table
+			 * is made of events: it is made here. */
+			if (!nx_fan_lazy(w) && (!c || other)) {
 				behind = true;
 				node = NULL;
 				break;
 			}
+			if (l->fd < 0) { /* gone: placed by the record that says so */
+				node = nx_fan_node_by_id(nx, node, l->name, l->name_len, &lid);
+				continue;
+			}
+			if (other) { /* the name held another directory */
+				nx_fan_bury(nx, c);
+				c = NULL;
+			}
 			if (!c) {
 				char *rel = fa->path[1];
 				size_t len = nx_fan_entry_path(fa, node, l->name, l->name_len, 1);
+				if (len == SIZE_MAX && nx_fan_lazy(w))
+					nx_fan_too_long(nx, node); /* (a walk says so at once) */
 				if (len == SIZE_MAX || nx_excluded(nx, w, rel, rel + len - l->name_len) ||
 				    ((w->flags & NOTIFYX_WATCH_XDEV) &&
 				     (fstat(l->fd, &st) < 0 || st.st_dev != w->dev))) {
@@ -494,8 +580,6 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 					break;
 				}
 			}
-			if (c->kref && ((struct kobj *)c->kref)->key != l->key)
-				nx_fan_detach(nx, c); /* the name held another directory */
 			if (!c->kref && nx_fan_attach(nx, c, l->fd, 0) < 0) {
 				nx_lost(nx, w);
 				node = NULL;
@@ -504,12 +588,24 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 next:
 			node = c;
 		}
+		if (!node && j + 1 > broke)
+			broke = j + 1;
 		inside |= node != NULL;
 	}
 	if (fa->outside.len >= OUTSIDE_MAX)
 		nx_map_free(&fa->outside);
 	for (size_t i = 0; i < n && !inside && !behind && sure; i++) /* nor is anything above it */
 		nx_map_put(&fa->outside, chain[i].key, (void *)1);
+	/* The directories on the way that every watch holding them has a
+	 * node for (where no watch stopped) are current too: with lazy
+	 * watches nothing else makes them so, and the next event in one of
+	 * them would climb again. */
+	for (size_t i = broke > 1 ? broke : 1; fa->nlazy && sure && i < n; i++) {
+		struct fanid lid = { chain[i].id, chain[i].idlen, chain[i].key };
+		struct kobj *up = nx_fan_kobj_find(fa, &lid);
+		if (up && up->subs)
+			up->gen = fa->fsgen;
+	}
 	close_chain(chain, n);
 	free(chain);
 	struct kobj *k = nx_fan_kobj_find(fa, id);
@@ -715,14 +811,17 @@ int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
 	fa->nfswatches++;
 	fa->fsgen++;
 	nx_map_free(&fa->outside); /* some of it is inside now */
-	/* The tree is walked, listed or not: every directory is a node from
-	 * the start, so that the events of a directory deleted (or moved
-	 * away) before they are read are still placed (by identifier: it
-	 * cannot be found on demand any more), and a watch added later, whose
-	 * walk makes its own nodes current, takes nothing from this one.
-	 * fw->fsmode stays set on failure: the caller undoes the marks, and
-	 * does not fall back to inode marks, whose listing would repeat the
-	 * one already queued. */
+	if (!(w->flags & (NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN))) {
+		fw->lazy = true; /* see nx_fan_lazy */
+		fa->nlazy++;
+		return 0;
+	}
+	/* The tree is walked to be listed: every directory is a node from the
+	 * start, placed by the listing, so that the events of a directory
+	 * deleted (or moved away) before they are read are placed by
+	 * identifier.  fw->fsmode stays set on failure: the caller undoes the
+	 * marks, and does not fall back to inode marks, whose listing would
+	 * repeat the one already queued. */
 	fa->path[2][0] = '\0';
 	if (nx_fan_walk(nx, w->root, fd, ".", fa->path[2], 0, w->flags & NOTIFYX_WATCH_LIST,
 			true) < 0 ||
@@ -766,7 +865,10 @@ struct nx_node *nx_fan_node_by_id(struct notifyx *nx, struct nx_node *parent, co
 	c = nx_node_find(&nx->paths, parent, name, len);
 	if (c && c->kref && ((struct kobj *)c->kref)->key == id->key)
 		return c;
-	nx_fan_entry_path(fa, parent, name, len, 1);
+	if (nx_fan_entry_path(fa, parent, name, len, 1) == SIZE_MAX) {
+		nx_fan_too_long(nx, parent);
+		return NULL;
+	}
 	if (nx_excluded(nx, w, fa->path[1], name))
 		return NULL;
 	if (c)

@@ -78,6 +78,7 @@ struct fwatch {
 	char *hname;
 	uint64_t guard;       /* the kobj key of the parent nx_fan_guard_root marked, or 0 */
 	bool fsmode;          /* recursive through filesystem marks */
+	bool lazy;            /* fsmode without a first walk (nx_fan_lazy) */
 	char *root;           /* the root's canonical path (as /proc/self/fd says) */
 	size_t root_len;
 	struct fsmark **marks; /* filesystems it marked */
@@ -93,6 +94,7 @@ struct fwatch {
 struct pending {
 	size_t pos;
 	uint64_t key;         /* the directory's */
+	bool gone;            /* its deletion (indexed only for lazy watches) */
 };
 
 struct fan {
@@ -100,6 +102,7 @@ struct fan {
 	int fsmode;           /* filesystem marks: 1 work, -1 refused (no privilege), 0 untried */
 	long inode_max;       /* recursive trees of at most this many directories: inode marks */
 	unsigned nfswatches;  /* watches in fsmode */
+	unsigned nlazy;       /* of which lazy (nx_fan_lazy) */
 	uint64_t fsgen;       /* changes of the set of fsmode watches */
 	uint64_t epoch;       /* since 1, one more at each dry point and watch added */
 	size_t next;          /* in buf: where the records not handled yet start */
@@ -197,6 +200,7 @@ size_t nx_fan_entry_path(struct fan *fa, const struct nx_node *n, const char *na
 			 int i);
 void nx_fan_too_long(struct notifyx *nx, struct nx_node *n);
 bool nx_fan_fs_mode(const struct nx_watch *w);
+bool nx_fan_lazy(const struct nx_watch *w);
 int nx_fan_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name, char *rel,
 		size_t rel_len, bool report, bool fatal);
 void nx_fan_add_subdir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen,

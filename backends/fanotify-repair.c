@@ -113,6 +113,8 @@ static void drop_fwatch(struct notifyx *nx, struct fwatch *fw)
 		return;
 	if (fw->fsmode)
 		fan_of(nx)->nfswatches--;
+	if (fw->lazy)
+		fan_of(nx)->nlazy--;
 	nx_fan_fs_unmark(nx, fw);
 	if (fw->hfd >= 0)
 		close(fw->hfd);

@@ -425,6 +425,25 @@ bool nx_fan_fs_mode(const struct nx_watch *w)
 	return fw && fw->fsmode;
 }
 
+/*
+ * A recursive watch with filesystem marks that neither lists (LIST) nor
+ * repairs (RESCAN) does not walk its tree: the filesystem mark hears all of
+ * it already, and a directory becomes a node when an event first names it
+ * (resolve() in fanotify-fs.c), so that it is ready at once on a tree of
+ * any size and its memory grows with the directories events name.  A
+ * directory deleted (or moved away) before its events are read is placed
+ * by the records that follow: its deletion or rename names it by
+ * identifier (FAN_REPORT_TARGET_FID) with its parent and name.  A watch
+ * that lists walks, as its listing must anyway, and its table is made of
+ * listings (see resolve()).
+ */
+bool nx_fan_lazy(const struct nx_watch *w)
+{
+	const struct fwatch *fw = w->bdata;
+
+	return fw && fw->lazy;
+}
+
 static int open_dir(struct notifyx *nx, const struct nx_node *n, int pfd, const char *name)
 {
 	int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
@@ -502,8 +521,11 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	k->arrived = !wk->fatal;
 	/* Filesystem marks: placed by the listing, as inode marks place what
 	 * they list (the table is then ahead of the events not read yet, which
-	 * the moves' checks by identity allow for). */
-	if (nx_fan_fs_mode(w))
+	 * the moves' checks by identity allow for).  Not while a lazy watch
+	 * is there: a kobj is current only when every watch with filesystem
+	 * marks that holds it has a node for it (see anchored()), and this
+	 * walk is of one watch. */
+	if (nx_fan_fs_mode(w) && !fa->nlazy)
 		k->gen = fa->fsgen;
 	return fd;
 }
@@ -630,6 +652,10 @@ void nx_fan_list_moved_in(struct notifyx *nx, struct nx_node *n, const char *nam
 	}
 	if (w->ended || n->dead || nx_node_find(&nx->paths, n, name, nlen))
 		return;
+	if (nx_fan_lazy(w)) { /* named, not walked: what is below it comes on demand */
+		nx_fan_node_by_id(nx, n, name, nlen, id);
+		return;
+	}
 	if ((fd = nx_fan_open_handle(fa, fm, id->data, id->len)) < 0) {
 		/* Gone (then events to come say so, and its path leads nowhere
 		 * too): by its path, at worst late. */

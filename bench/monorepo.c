@@ -8,8 +8,10 @@
  *     and what is left behind (kernel watches counted in /proc/self/fdinfo,
  *     which must be none, and the RSS kept).
  *   fanotify as root: with the library's policy (a filesystem mark beyond
- *     half of max_user_marks directories): time until ready, RSS per
- *     directory, marks held.  With inode marks forced
+ *     half of max_user_marks directories, which it counts first): time
+ *     until ready, RSS per directory, marks held; the filesystem mark
+ *     without the count (NOTIFYX_FANOTIFY_INODE_MAX=0), where a watch that
+ *     does not list does not walk the tree.  With inode marks forced
  *     (NOTIFYX_FANOTIFY_INODE_MAX above the tree): ENOSPC, as inotify.
  *
  * Each in a forked process of its own, RUNS times, medians.  Meant for a
@@ -125,6 +127,7 @@ int main(int argc, char **argv)
 	} cases[] = {
 		{ "inotify", NOTIFYX_BACKEND_INOTIFY, NULL },
 		{ "fanotify (policy)", NOTIFYX_BACKEND_FANOTIFY, NULL },
+		{ "fanotify fs mark", NOTIFYX_BACKEND_FANOTIFY, "NOTIFYX_FANOTIFY_INODE_MAX=0" },
 		{ "fanotify inode marks", NOTIFYX_BACKEND_FANOTIFY, "NOTIFYX_FANOTIFY_INODE_MAX=2000000000" },
 	};
 	enum { NC = sizeof(cases) / sizeof(cases[0]) };
