@@ -282,6 +282,28 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 /* ---- reading ---- */
 
 /*
+ * A directory made and removed before its records are read is one record
+ * (creation and deletion merged, see below), ahead of the records of what
+ * was made in it and moved out of it meanwhile, which a lazy watch places
+ * by it (nx_fan_lazy: no walk knows it).  Its deletion comes after the
+ * last of them in buf: that position, or SIZE_MAX when there is none.
+ */
+static size_t last_inside(struct fan *fa, size_t pos, const struct fanrec *r)
+{
+	size_t at = SIZE_MAX;
+	struct fanrec x;
+
+	for (size_t p = pos + r->size; p < fa->len; p += x.size) {
+		bool ok = nx_fan_decode(fa->buf, fa->len, p, &x);
+		if (!x.size)
+			break;
+		if (ok && (nx_fan_same_id(&x.dfid, &r->fid) || nx_fan_same_id(&x.odfid, &r->fid)))
+			at = p;
+	}
+	return at;
+}
+
+/*
  * The kernel merges an unread deletion into the unread event of the same
  * object at the same name (its creation, say), ahead of the renames that
  * came between, which are never merged: an object made, exchanged away and
@@ -298,6 +320,10 @@ static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
 
 	if (!(r->mask & FAN_DELETE) || !r->fid.len)
 		return SIZE_MAX;
+	if (fa->nlazy && (r->mask & (FAN_CREATE | FAN_ONDIR)) == (FAN_CREATE | FAN_ONDIR)) {
+		nx_fan_read_ahead(fa); /* all of them were queued before the deletion */
+		return last_inside(fa, pos, r);
+	}
 	while (fa->ren_indexed < fa->len) {
 		bool ok = nx_fan_decode(fa->buf, fa->len, fa->ren_indexed, &x);
 		if (!x.size)

@@ -83,7 +83,7 @@ ssize_t nx_fan_read(struct fan *fa, size_t size)
 /* Reads the kernel queue dry into buf, behind the records not handled yet,
  * so that the directory moves that followed the record being handled are
  * known: false when it could not (buf full, an error). */
-static bool read_ahead(struct fan *fa)
+bool nx_fan_read_ahead(struct fan *fa)
 {
 	for (;;) {
 		ssize_t n;
@@ -268,6 +268,25 @@ static bool moved_since(const struct fan *fa, size_t from, const struct link *ch
 	return false;
 }
 
+/* Is k placed for every watch with filesystem marks (fsgen: since the last
+ * of them was added)?  A lazy watch (nx_fan_lazy) has a node only for the
+ * directories events named, and loses it when its subtree leaves; a walk
+ * or a move of another watch can make k current meanwhile: so with lazy
+ * watches, k must also have a node in each of them (a watch whose tree
+ * does not hold k then has it resolved again each time: a rare case,
+ * several lazy watches of one filesystem). */
+static bool current(const struct fan *fa, const struct kobj *k)
+{
+	const struct nx_node *s;
+	unsigned lazy = 0;
+
+	if (k->gen != fa->fsgen)
+		return false;
+	for (size_t si = 0; fa->nlazy && (s = nx_subs_get(k->subs, si)); si++)
+		lazy += !s->dead && nx_fan_lazy(nx_node_watch(s));
+	return lazy >= fa->nlazy;
+}
+
 /* True when the directory of l is where the events read so far put it for
  * the watches with filesystem marks: nothing above it needs to be known. */
 static bool anchored(const struct fan *fa, const struct link *l)
@@ -275,7 +294,7 @@ static bool anchored(const struct fan *fa, const struct link *l)
 	struct fanid id = { l->id, l->idlen, l->key };
 	const struct kobj *k = nx_fan_kobj_find(fa, &id);
 
-	if (!k || k->gen != fa->fsgen)
+	if (!k || !current(fa, k))
 		return false;
 	const struct nx_node *s;
 
@@ -400,17 +419,6 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		}
 		if (l->fd < 0)
 			break; /* gone, and no record says where it was */
-		if (fstat(l->fd, &st) < 0)
-			break;
-		if (!st.st_nlink && fa->nlazy && !l->requeued) {
-			/* Deleted since it was opened: its deletion is queued. */
-			l->requeued = true;
-			read_ahead(fa);
-			index_moves(fa);
-			continue;
-		}
-		if (!st.st_nlink)
-			break; /* gone */
 		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d", l->fd);
 		len = readlink(kpath, path, PATH_MAX - 1);
 		if (len == PATH_MAX - 1) { /* cut short */
@@ -419,6 +427,18 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		}
 		if (len <= 0 && errno != ENAMETOOLONG)
 			break;
+		/* After the path: one deleted meanwhile ends in " (deleted)". */
+		if (fstat(l->fd, &st) < 0)
+			break;
+		if (!st.st_nlink && fa->nlazy && !l->requeued) {
+			/* Deleted since it was opened: its deletion is queued. */
+			l->requeued = true;
+			nx_fan_read_ahead(fa);
+			index_moves(fa);
+			continue;
+		}
+		if (!st.st_nlink)
+			break; /* gone */
 		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up->fd < 0)
 			break;
@@ -479,7 +499,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 		return nx_fan_kobj_find(fa, id);
 	if (!(chain = malloc(RESOLVE_DEPTH * sizeof(*chain))))
 		return nx_fan_kobj_find(fa, id);
-	sure = read_ahead(fa);
+	sure = nx_fan_read_ahead(fa);
 	index_moves(fa);
 	for (int tries = 0;; tries++) {
 		size_t seen = fa->len;
@@ -499,7 +519,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 		chain[0].key = id->key;
 		memcpy(chain[0].id, id->data, id->len);
 		n = climb(nx, chain, RESOLVE_DEPTH);
-		sure = read_ahead(fa) && sure;
+		sure = nx_fan_read_ahead(fa) && sure;
 		index_moves(fa);
 		if (!moved_since(fa, seen, chain, n))
 			break;
@@ -621,7 +641,7 @@ struct kobj *nx_fan_kobj_get(struct notifyx *nx, const struct fanid *id)
 	struct fan *fa = fan_of(nx);
 	struct kobj *k = nx_fan_kobj_find(fa, id);
 
-	if (!fa->nfswatches || (k && k->gen == fa->fsgen) || nx_map_get(&fa->outside, id->key))
+	if (!fa->nfswatches || (k && current(fa, k)) || nx_map_get(&fa->outside, id->key))
 		return k;
 	return resolve(nx, id);
 }
