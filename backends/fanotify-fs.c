@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,9 +520,16 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 		chain[0].key = id->key;
 		memcpy(chain[0].id, id->data, id->len);
 		n = climb(nx, chain, RESOLVE_DEPTH);
+		/* Gone, and no record says where it was: a directory removed
+		 * a moment ago (its handle is stale before its deletion is
+		 * queued) has it queued within a millisecond. */
+		bool stuck = fa->nlazy && chain[n - 1].fd < 0 && !anchored(fa, &chain[n - 1]) &&
+			     tries < CLIMB_TRIES;
+		if (stuck)
+			poll(&(struct pollfd){ .fd = fa->fd, .events = POLLIN }, 1, 1);
 		sure = nx_fan_read_ahead(fa) && sure;
 		index_moves(fa);
-		if (!moved_since(fa, seen, chain, n))
+		if (!moved_since(fa, seen, chain, n) && !(stuck && fa->len > seen))
 			break;
 		if (tries == CLIMB_TRIES) {
 			sure = false;
