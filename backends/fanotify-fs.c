@@ -273,9 +273,9 @@ static bool moved_since(const struct fan *fa, size_t from, const struct link *ch
  * of them was added)?  A lazy watch (nx_fan_lazy) has a node only for the
  * directories events named, and loses it when its subtree leaves; a walk
  * or a move of another watch can make k current meanwhile: so with lazy
- * watches, k must also have a node in each of them (a watch whose tree
- * does not hold k then has it resolved again each time: a rare case,
- * several lazy watches of one filesystem). */
+ * watches, each of them must also have a node for k, or have been found by
+ * resolve() not to hold it (fa->lazy_outside, forgotten at each directory
+ * rename, which can bring k into one). */
 static bool current(const struct fan *fa, const struct kobj *k)
 {
 	const struct nx_node *s;
@@ -283,9 +283,11 @@ static bool current(const struct fan *fa, const struct kobj *k)
 
 	if (k->gen != fa->fsgen)
 		return false;
-	for (size_t si = 0; fa->nlazy && (s = nx_subs_get(k->subs, si)); si++)
+	if (!fa->nlazy)
+		return true;
+	for (size_t si = 0; (s = nx_subs_get(k->subs, si)); si++)
 		lazy += !s->dead && nx_fan_lazy(nx_node_watch(s));
-	return lazy >= fa->nlazy;
+	return lazy + (uintptr_t)nx_map_get(&fa->lazy_outside, k->key) >= fa->nlazy;
 }
 
 /* True when the directory of l is where the events read so far put it for
@@ -381,11 +383,13 @@ static bool name_in(struct fan *fa, const struct link *up, const struct stat *st
  * being handled happened: by "..", or, where a move not handled yet moved a
  * directory, by where it was before.  Returns the number of links; the fd
  * of the last one is -1 when it was anchored by a move's record alone. */
-static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
+static size_t climb(struct notifyx *nx, struct link *chain, size_t max, bool *whole)
 {
 	struct fan *fa = fan_of(nx);
 	char kpath[32], *path = fa->path[3];
 	size_t n = 1;
+
+	*whole = false;
 
 	while (n < max) {
 		struct link *l = &chain[n - 1], *up = &chain[n];
@@ -394,8 +398,10 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		ssize_t len;
 		char *slash;
 		up->requeued = false;
-		if (nx_map_get(&fa->outside, l->key) || (n > 1 && anchored(fa, l)))
+		if (nx_map_get(&fa->outside, l->key) || (n > 1 && anchored(fa, l))) {
+			*whole = true;
 			break;
+		}
 		if (pending_move(fa, l->id, l->idlen, l->key, &pr)) {
 			struct fsmark *fm = nx_fan_fsmark_of(fa, l->id);
 			if (pr.oname.len > NAME_MAX || pr.odfid.len > ID_MAX)
@@ -408,8 +414,10 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 			up->key = pr.odfid.key;
 			/* Known where it was: its place may be all that is left of it. */
 			up->fd = -1;
-			if (anchored(fa, up))
+			if (anchored(fa, up)) {
+				*whole = true;
 				return n + 1;
+			}
 			/* Gone too, with lazy watches: its own deletion or move,
 			 * further on, says where it was. */
 			if (!fm || ((up->fd = nx_fan_open_handle(fa, fm, up->id, up->idlen)) < 0 &&
@@ -446,6 +454,7 @@ static size_t climb(struct notifyx *nx, struct link *chain, size_t max)
 		/* Up across mount points too: a filesystem mounted in a tree. */
 		if (nx_fan_fd_id(up->fd, up->id, &up->idlen, NULL) < 0 ||
 		    (up->idlen == l->idlen && !memcmp(up->id, l->id, l->idlen))) {
+			*whole = up->idlen == l->idlen && !memcmp(up->id, l->id, l->idlen);
 			close(up->fd); /* the top */
 			break;
 		}
@@ -493,7 +502,8 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 	struct link *chain;
 	struct nx_watch *w;
 	size_t n = 0, pos = 0, broke = 0; /* links below broke: a watch stopped there */
-	bool inside = false, behind = false, sure;
+	bool inside = false, behind = false, sure, whole = false;
+	uintptr_t lazy_out = 0; /* lazy watches that hold none of the chain */
 	int fd;
 
 	if (!fm || id->len > ID_MAX)
@@ -519,7 +529,7 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 		chain[0].idlen = id->len;
 		chain[0].key = id->key;
 		memcpy(chain[0].id, id->data, id->len);
-		n = climb(nx, chain, RESOLVE_DEPTH);
+		n = climb(nx, chain, RESOLVE_DEPTH, &whole);
 		/* Gone, and no record says where it was: a directory removed
 		 * a moment ago (its handle is stale before its deletion is
 		 * queued) has it queued within a millisecond. */
@@ -556,8 +566,10 @@ static struct kobj *resolve(struct notifyx *nx, const struct fanid *id)
 			if (node)
 				break;
 		}
-		if (!node)
+		if (!node) {
+			lazy_out += nx_fan_lazy(w);
 			continue;
+		}
 		/* Down from there: nodes known by identifier are where the
 		 * events read so far put them; the others are made by name. */
 		size_t j = top;
@@ -634,6 +646,10 @@ next:
 		if (up && up->subs)
 			up->gen = fa->fsgen;
 	}
+	if (lazy_out && whole && sure && inside)
+		nx_map_put(&fa->lazy_outside, id->key, (void *)lazy_out);
+	else if (fa->lazy_outside.len)
+		nx_map_del(&fa->lazy_outside, id->key);
 	close_chain(chain, n);
 	free(chain);
 	struct kobj *k = nx_fan_kobj_find(fa, id);
@@ -839,6 +855,7 @@ int nx_fan_fs_add_watch(struct notifyx *nx, struct nx_watch *w, int fd)
 	fa->nfswatches++;
 	fa->fsgen++;
 	nx_map_free(&fa->outside); /* some of it is inside now */
+	nx_map_free(&fa->lazy_outside);
 	if (!(w->flags & (NOTIFYX_WATCH_LIST | NOTIFYX_WATCH_RESCAN))) {
 		fw->lazy = true; /* see nx_fan_lazy */
 		fa->nlazy++;

@@ -109,6 +109,8 @@ struct fan {
 	const struct fanid *cur_fid; /* the object of the record being handled, or NULL */
 	struct nx_map fsmarks; /* fsid key -> struct fsmark */
 	struct nx_map outside; /* keys of directories found outside every fsmode tree */
+	/* kobj key -> how many lazy watches resolve() found not to hold it */
+	struct nx_map lazy_outside;
 	int mnt_wake;         /* /proc/self/mountinfo in the epoll set: wakes the application */
 	int mnt_check;        /* a private one: polled by process() itself */
 	uint32_t cookie;

@@ -424,6 +424,10 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	 * known to be outside inside; moves elsewhere change nothing of that. */
 	if ((r->mask & FAN_ONDIR) && m.to && !m.from && fa->outside.len)
 		nx_map_free(&fa->outside);
+	/* Any directory renamed can bring what a lazy watch did not hold into
+	 * its tree (see current() in fanotify-fs.c). */
+	if ((r->mask & FAN_ONDIR) && fa->lazy_outside.len)
+		nx_map_free(&fa->lazy_outside);
 	if (!++fa->cookie)
 		fa->cookie = 1;
 

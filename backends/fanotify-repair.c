@@ -113,8 +113,10 @@ static void drop_fwatch(struct notifyx *nx, struct fwatch *fw)
 		return;
 	if (fw->fsmode)
 		fan_of(nx)->nfswatches--;
-	if (fw->lazy)
+	if (fw->lazy) {
 		fan_of(nx)->nlazy--;
+		nx_map_free(&fan_of(nx)->lazy_outside); /* (counts of it) */
+	}
 	nx_fan_fs_unmark(nx, fw);
 	if (fw->hfd >= 0)
 		close(fw->hfd);

@@ -811,6 +811,7 @@ static void fan_close(struct notifyx *nx)
 		nx_fan_free_fwatch(nx, w);
 	nx_map_free(&fa->fsmarks);
 	nx_map_free(&fa->outside);
+	nx_map_free(&fa->lazy_outside);
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	nx_map_free(&fa->skipped);
