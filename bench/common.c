@@ -622,8 +622,7 @@ void touch(const char *dir, const char *name)
 	close(fd);
 }
 
-/* Path of directory i of make_tree's layout below root. */
-static char *tree_path(const char *root, int i)
+char *tree_path(const char *root, int i)
 {
 	char *up, *p;
 

@@ -96,5 +96,7 @@ void touch(const char *dir, const char *name);
 /* A tree of n directories, fanout 10, one file each; returns the path of the
  * last directory made (malloc'd), where a probe reaches the deepest level. */
 char *make_tree(const char *root, int n);
+/* The path of directory i (-1: root) of make_tree's layout (malloc'd). */
+char *tree_path(const char *root, int i);
 
 #endif

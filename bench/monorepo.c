@@ -24,6 +24,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <notifyx.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,9 +67,51 @@ struct result {
 	int err;      /* errno of a failure, 0 when ready */
 	long rss_kb;  /* after (minus before) */
 	long marks;   /* kernel watches or marks held after */
+	int seen;     /* of the PROBES files made once ready, CREATEs read */
+	double probe_secs; /* from the first made to the last read */
+	long probe_kb;     /* RSS after them (minus before the watch) */
 };
 
-static struct result run_one(uint32_t backend, const char *env, const char *root)
+/* Once the watch is ready, another process makes a file in each of PROBES
+ * directories spread over the tree (a name of this watcher's own: the
+ * others' files are there already): what a watch that meets directories as
+ * events name them (fanotify's filesystem mark, notifyx_add_watch(3))
+ * costs as they come, in time and memory, and that it reports them all. */
+#define PROBES 1000
+
+static void probe(struct notifyx *nx, const char *root, int dirs, struct result *r)
+{
+	static uint64_t buf[65536 / sizeof(uint64_t)];
+	struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
+	char name[32];
+	double t0 = now();
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "probe.%ld", (long)getpid());
+	if ((pid = fork()) == 0) {
+		for (int k = 0; k < PROBES; k++) {
+			char *dir = tree_path(root, (int)((long)k * dirs / PROBES));
+			touch(dir, name);
+			free(dir);
+		}
+		_exit(0);
+	}
+	while (pid > 0 && r->seen < PROBES && poll(&pfd, 1, 10000) > 0) {
+		const struct notifyx_event *ev;
+		ssize_t n = notifyx_read(nx, buf, sizeof(buf));
+
+		notifyx_for_each_event(ev, buf, n > 0 ? n : 0) {
+			const char *p = strrchr(notifyx_event_path(ev), '/');
+			if (ev->mask == NOTIFYX_CREATE && p && !strcmp(p + 1, name))
+				r->seen++;
+		}
+	}
+	r->probe_secs = now() - t0;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+static struct result run_one(uint32_t backend, const char *env, const char *root, int dirs)
 {
 	struct result r = { 0 };
 	int fds[2];
@@ -77,7 +121,8 @@ static struct result run_one(uint32_t backend, const char *env, const char *root
 		exit(1);
 	fflush(stdout);
 	if ((pid = fork()) == 0) {
-		struct notifyx_config c = { .size = sizeof(c), .backend = backend };
+		struct notifyx_config c = { .size = sizeof(c), .backend = backend,
+					    .flags = NOTIFYX_NONBLOCK };
 		struct notifyx *nx;
 		long before;
 		double t0;
@@ -93,6 +138,10 @@ static struct result run_one(uint32_t backend, const char *env, const char *root
 		r.secs = now() - t0;
 		r.rss_kb = self_field_kb("/proc/self/status", "VmRSS:") - before;
 		r.marks = kernel_marks();
+		if (!r.err) {
+			probe(nx, root, dirs, &r);
+			r.probe_kb = self_field_kb("/proc/self/status", "VmRSS:") - before;
+		}
 		if (write(fds[1], &r, sizeof(r)) != sizeof(r))
 			_exit(1);
 		_exit(0);
@@ -132,7 +181,8 @@ int main(int argc, char **argv)
 	};
 	enum { NC = sizeof(cases) / sizeof(cases[0]) };
 	double secs[NC][MAX_RUNS], rss[NC][MAX_RUNS], marks[NC][MAX_RUNS];
-	int err[NC] = { 0 };
+	double psecs[NC][MAX_RUNS], prss[NC][MAX_RUNS];
+	int err[NC] = { 0 }, seen[NC] = { 0 };
 	char *root = mktemp_dir();
 	double t0;
 
@@ -147,12 +197,15 @@ int main(int argc, char **argv)
 	       sysctl("/proc/sys/fs/fanotify/max_user_marks"), runs);
 	for (int r = 0; r < runs; r++)
 		for (int i = 0; i < NC; i++) {
-			struct result x = run_one(cases[i].backend, cases[i].env, root);
+			struct result x = run_one(cases[i].backend, cases[i].env, root, dirs);
 
 			secs[i][r] = x.secs;
 			rss[i][r] = x.rss_kb;
 			marks[i][r] = x.marks;
+			psecs[i][r] = x.probe_secs;
+			prss[i][r] = x.probe_kb;
 			err[i] = x.err;
+			seen[i] = x.seen;
 		}
 	rm_tree(root);
 	printf("  %-22s %-10s %12s %12s %10s %14s\n", "watcher", "result", "time ms", "RSS MB",
@@ -171,5 +224,17 @@ int main(int argc, char **argv)
 	       "   before; marks left: inotify watches and fanotify marks in its fdinfo after it,\n"
 	       "   none after a failure, one per filesystem for a filesystem mark, plus the\n"
 	       "   library's own)\n");
+	printf("  once ready, a file made in each of %d directories spread over the tree:\n"
+	       "  %-22s %10s %12s %12s\n", PROBES, "watcher", "reported", "time ms", "RSS MB");
+	for (int i = 0; i < NC; i++) {
+		if (err[i])
+			continue;
+		printf("  %-22s %10d %12.1f %12.1f\n", cases[i].name, seen[i],
+		       median(psecs[i], runs) * 1e3, median(prss[i], runs) / 1024);
+		tsv("monorepo", dirs, cases[i].name, "probe_ms", median(psecs[i], runs) * 1e3);
+	}
+	printf("  (time: from the first file made to the last CREATE read, the files made by\n"
+	       "   another process; RSS: after them, minus before the watch; reported: of\n"
+	       "   the last run)\n");
 	return 0;
 }
