@@ -369,11 +369,14 @@ static void rename_path(struct notifyx *nx, struct nx_watch *w, uint32_t flags, 
 	if (!a || !tdir || within(tdir, a) || (b && b != a && within(a, b))) {
 		/* The model cannot follow (the source was never told of, or
 		 * the rename would put an entry in itself or replace what
-		 * holds its source): the entries are what they are now. */
+		 * holds its source): the entries are what they are now.  The
+		 * one an exchange brings to old_path was at path: of the type
+		 * the model had there (ISDIR tells of the other end). */
+		bool was_dir = b ? nx_snode_isdir(b) : isdir;
 		remove_path(rs, from, from_len);
 		add(nx, w, to, to_len, isdir, true);
 		if (flags & NOTIFYX_EVENT_EXCHANGE)
-			add(nx, w, from, from_len, isdir, true);
+			add(nx, w, from, from_len, was_dir, true);
 		return;
 	}
 	if (b == a)

@@ -124,7 +124,8 @@ static void destination_below_source(void **state)
 	still_reports(nx);
 }
 
-/* What a watch reports up to its next SYNC, as "MASK path" lines. */
+/* What a watch reports up to its next SYNC, as "MASK path;" (a directory's
+ * path ending in "/"). */
 static void read_to_sync(struct notifyx *nx, char *out, size_t size)
 {
 	static uint64_t buf[4 * NOTIFYX_EVENT_MAX / sizeof(uint64_t)];
@@ -139,9 +140,10 @@ static void read_to_sync(struct notifyx *nx, char *out, size_t size)
 	do {
 		while ((n = notifyx_read(nx, buf, sizeof(buf))) > 0) {
 			notifyx_for_each_event(ev, buf, n) {
-				len += (size_t)snprintf(out + len, size - len, "%s %s;",
+				len += (size_t)snprintf(out + len, size - len, "%s %s%s;",
 							notifyx_event_name(ev->mask),
-							notifyx_event_path(ev));
+							notifyx_event_path(ev),
+							ev->flags & NOTIFYX_EVENT_ISDIR ? "/" : "");
 				if (ev->mask == NOTIFYX_SYNC)
 					return;
 			}
@@ -192,12 +194,37 @@ static void copy_cannot_apply(void **state)
 	assert_int_equal(notifyx_close(nx), 0);
 }
 
+/* An exchange the model cannot follow (its old_path never told of) leaves
+ * each end what it is now; the entry it brings to old_path is the one the
+ * model had at path, of that entry's type (ISDIR tells of the other end).
+ * Here a/b/f was a file when listed and is a directory on disk (a change
+ * not read yet); an exchange of it with a/b/yy, which never existed, puts
+ * the file at yy in the model; the repair that follows finds no yy on disk
+ * and reports its deletion, as a file. */
+static void exchange_end_untold(void **state)
+{
+	struct nx_watch *w;
+	struct notifyx *nx = open_watch(&w);
+	char seen[512];
+
+	(void)state;
+	unit_sh("rm %s/t/a/b/f && mkdir %s/t/a/b/f", top, top);
+	nx_rescan_apply(nx, w, NOTIFYX_RENAME, NOTIFYX_EVENT_ISDIR | NOTIFYX_EVENT_EXCHANGE,
+			"a/b/f", 5, "a/b/yy", 6);
+	assert_false(nx_emit(nx, w, NOTIFYX_CREATE, 0, 0, 0, "nowhere/x", 9, NULL, 0)); /* a repair */
+	read_to_sync(nx, seen, sizeof(seen));
+	print_message("  %s\n", seen);
+	assert_non_null(strstr(seen, "delete a/b/yy;"));
+	assert_int_equal(notifyx_close(nx), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(source_below_destination, setup, teardown),
 		cmocka_unit_test_setup_teardown(destination_below_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(copy_cannot_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(exchange_end_untold, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("rescan model", tests, NULL, NULL);
