@@ -262,10 +262,13 @@ static bool pending_move(struct fan *fa, const unsigned char *id, size_t idlen, 
  * from or after (a deletion leaves where it was as it was). */
 static bool moved_since(const struct fan *fa, size_t from, const struct link *chain, size_t n)
 {
-	for (size_t i = fa->npending; i-- > fa->pend_start && fa->pending[i].pos >= from;)
-		for (size_t j = 0; j < n && !fa->pending[i].gone; j++)
+	for (size_t i = fa->npending; i-- > fa->pend_start && fa->pending[i].pos >= from;) {
+		if (fa->pending[i].gone)
+			continue;
+		for (size_t j = 0; j < n; j++)
 			if (fa->pending[i].key == chain[j].key)
 				return true;
+	}
 	return false;
 }
 

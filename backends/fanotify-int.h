@@ -213,7 +213,7 @@ void nx_fan_dry_point(struct notifyx *nx);
 
 /* fanotify-fs.c: reading the kernel queue, filesystem marks */
 ssize_t nx_fan_read(struct fan *fa, size_t size);
-bool nx_fan_read_ahead(struct fan *fa); /* (fanotify-fs.c) */
+bool nx_fan_read_ahead(struct fan *fa);
 /* The number of the record at pos in buf (pos at or after seq_at), and of
  * those after buf's last one, queued in the kernel: the first of a repair
  * (struct fwatch's since). */

@@ -521,11 +521,8 @@ static int enter(struct nx_kt_walk *wk, struct nx_node *n, int pfd, const char *
 	k->arrived = !wk->fatal;
 	/* Filesystem marks: placed by the listing, as inode marks place what
 	 * they list (the table is then ahead of the events not read yet, which
-	 * the moves' checks by identity allow for).  Not while a lazy watch
-	 * is there: a kobj is current only when every watch with filesystem
-	 * marks that holds it has a node for it (see anchored()), and this
-	 * walk is of one watch. */
-	if (nx_fan_fs_mode(w) && !fa->nlazy)
+	 * the moves' checks by identity allow for). */
+	if (nx_fan_fs_mode(w))
 		k->gen = fa->fsgen;
 	return fd;
 }
