@@ -284,9 +284,10 @@ static void plain_event(struct notifyx *nx, const struct fanrec *r)
 /*
  * A directory made and removed before its records are read is one record
  * (creation and deletion merged, see below), ahead of the records of what
- * was made in it and moved out of it meanwhile, which a lazy watch places
- * by it (nx_fan_lazy: no walk knows it).  Its deletion comes after the
- * last of them in buf: that position, or SIZE_MAX when there is none.
+ * was made in it and moved out of it meanwhile, which the watches with
+ * filesystem marks place by the node its creation made (child_event, by
+ * identifier: no walk can find it).  Its deletion comes after the last of
+ * them in buf: that position, or SIZE_MAX when there is none.
  */
 static size_t last_inside(struct fan *fa, size_t pos, const struct fanrec *r)
 {
@@ -320,7 +321,7 @@ static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
 
 	if (!(r->mask & FAN_DELETE) || !r->fid.len)
 		return SIZE_MAX;
-	if (fa->nlazy && (r->mask & (FAN_CREATE | FAN_ONDIR)) == (FAN_CREATE | FAN_ONDIR)) {
+	if (fa->nfswatches && (r->mask & (FAN_CREATE | FAN_ONDIR)) == (FAN_CREATE | FAN_ONDIR)) {
 		nx_fan_read_ahead(fa); /* all of them were queued before the deletion */
 		return last_inside(fa, pos, r);
 	}

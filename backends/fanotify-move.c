@@ -161,14 +161,16 @@ static bool left_unseen(struct notifyx *nx, const struct nx_node *n, const char 
 /* Directory n was listed while the records being read were read (since
  * the kernel queue was last read dry): its listing may be ahead of them.
  * A directory that left it but has no node there (the listing found
- * something else, or nothing) may then be a file or nothing in the copy.
- * (Filesystem marks without LIST make the nodes events name instead.) */
+ * something else, or nothing) may then be a file or nothing in the copy
+ * that LIST gave.  A watch that does not list gave no copy: what n held is
+ * implied by its arrival, the directory among it, and its move is one
+ * (tests/fanotify-tree, renamed_out_of_arrival). */
 static bool dir_unknown_at(struct notifyx *nx, struct nx_node *n, const char *name, size_t len)
 {
 	struct fan *fa = fan_of(nx);
 	const struct kobj *k = n->kref;
 
-	if (!k || k->listed_at != fa->epoch ||
+	if (!k || k->listed_at != fa->epoch || !(nx_node_watch(n)->flags & NOTIFYX_WATCH_LIST) ||
 	    nx_node_find(&nx->paths, n, name, len) ||
 	    nx_fan_entry_path(fa, n, name, len, 2) == SIZE_MAX)
 		return false;

@@ -13,6 +13,10 @@
  *   give the paths of the moment of each event, also when the renames are
  *   queued far behind the events (filesystem marks: more than a read);
  * - a directory moved in from outside and one moved out;
+ * - a directory moved in and one of its subdirectories renamed elsewhere in
+ *   the tree before the library reads: a RENAME, also for a watch that walks;
+ * - a directory made, a file made and removed in it, and the directory
+ *   removed before the library reads: all four, the directory's removal last;
  * - two filesystems mounted inside one tree, and XDEV keeping out of them;
  * - exchanges (renameat2 RENAME_EXCHANGE) of two files and of two
  *   directories are one RENAME with EXCHANGE, with and without LIST (the
@@ -206,6 +210,80 @@ static void moved_in_and_out(void **state)
 	tu_settle(&f->log);
 	TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "leaving/x", NOTIFYX_MOVED_IN, "came",
 	       NOTIFYX_MOVED_OUT, "leaving", NOTIFYX_CREATE, "came/in/after", 0u);
+}
+
+/* A directory moved in, then one of its subdirectories renamed elsewhere
+ * in the tree, both before the library reads: the subdirectory left a
+ * place the watch saw arrive (implied by the MOVED_IN), so that is a
+ * RENAME, for a watch that walks its tree (RESCAN: the walk of the
+ * arrival, made after the rename, does not have it) as for one that does
+ * not.  Inode marks hear nothing of a directory before they mark it: a
+ * lone MOVED_IN there. */
+static void renamed_out_of_arrival(void **state)
+{
+	struct tu_fix *f = F(state);
+	const uint32_t ev = NOTIFYX_CREATE | NOTIFYX_DELETE | NOTIFYX_RENAME |
+			    NOTIFYX_MOVED_IN | NOTIFYX_MOVED_OUT;
+	int wd[2];
+
+	if (geteuid()) {
+		print_message("[ SKIP     ] inode marks (not root): the old place is unmarked\n");
+		skip();
+	}
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_mkdir(tu_path(f->dir, "t/other"));
+	tu_mkdir(tu_path(f->dir, "out"));
+	tu_mkdir(tu_path(f->dir, "out/d"));
+	tu_mkdir(tu_path(f->dir, "out/d/s"));
+	tu_touch(tu_path(f->dir, "out/d/s/f"));
+	wd[0] = tu_add(&f->log, tu_path(f->dir, "t"), ev, NOTIFYX_WATCH_RECURSIVE);
+	wd[1] = tu_add(&f->log, tu_path(f->dir, "t"), ev,
+		       NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_RESCAN);
+	tu_rename(tu_path(f->dir, "out/d"), tu_path(f->dir, "t/d"));
+	tu_rename(tu_path(f->dir, "t/d/s"), tu_path(f->dir, "t/other/s2"));
+	tu_touch(tu_path(f->dir, "t/other/s2/g"));
+	for (int i = 0; i < 2; i++)
+		TU_WAIT(&f->log, wd[i], NOTIFYX_CREATE, "other/s2/g");
+	tu_settle(&f->log);
+	for (int i = 0; i < 2; i++) {
+		TU_SEQ(&f->log, wd[i], NOTIFYX_MOVED_IN, "d", NOTIFYX_RENAME, "other/s2",
+		       NOTIFYX_CREATE, "other/s2/g", 0u);
+		size_t r = TU_ONCE(&f->log, wd[i], NOTIFYX_RENAME, "other/s2",
+				    NOTIFYX_EVENT_ISDIR, NOTIFYX_EVENT_ISDIR);
+		TU_STREQ("the old path", "d/s", f->log.ev[r].old_path);
+	}
+}
+
+/* A directory made, a file made and removed in it, and the directory
+ * removed, all before the library reads: the kernel merges the directory's
+ * deletion into its creation, one record ahead of the file's.  A watch
+ * that walks its tree (RESCAN), alone in its handle, and one that does not
+ * each report all four, the directory's deletion last.  Inode marks never
+ * mark it: they hear of no file in it. */
+static void made_and_removed_unread(void **state)
+{
+	static const uint32_t flags[] = { NOTIFYX_WATCH_RESCAN, 0 };
+	struct tu_fix *f = F(state);
+
+	if (geteuid()) {
+		print_message("[ SKIP     ] inode marks (not root): the directory is never marked\n");
+		skip();
+	}
+	tu_mkdir(tu_path(f->dir, "t"));
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		int wd = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE | NOTIFYX_DELETE,
+				NOTIFYX_WATCH_RECURSIVE | flags[i]);
+		tu_mkdir(tu_path(f->dir, "t/d"));
+		tu_touch(tu_path(f->dir, "t/d/f"));
+		tu_unlink(tu_path(f->dir, "t/d/f"));
+		tu_rmdir(tu_path(f->dir, "t/d"));
+		TU_WAIT(&f->log, wd, NOTIFYX_DELETE, "d");
+		tu_settle(&f->log);
+		TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "d", NOTIFYX_CREATE, "d/f",
+		       NOTIFYX_DELETE, "d/f", NOTIFYX_DELETE, "d", 0u);
+		assert_int_equal(notifyx_rm_watch(f->nx, wd), 0);
+		TU_WAIT(&f->log, wd, NOTIFYX_IGNORED, "");
+	}
 }
 
 static void two_filesystems(void **state)
@@ -413,6 +491,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rename_below_root, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rename_below_root_far, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(moved_in_and_out, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(renamed_out_of_arrival, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(made_and_removed_unread, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(exchanges, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(independent_watches, tu_setup, tu_teardown),
