@@ -82,7 +82,7 @@ int watchers_all(struct watcher **out)
 	static const char *const tools[][2] = {
 		{ "notifyx watch", "notifyx" }, { "inotifywait", "inotifywait" }, { "fswatch", "fswatch" },
 	};
-	struct watcher *w = calloc(10, sizeof(*w));
+	struct watcher *w = calloc(11, sizeof(*w));
 	int n = 0;
 
 	w[n++] = (struct watcher){ .name = "raw", .kind = W_RAW };
@@ -110,7 +110,9 @@ int watchers_all(struct watcher **out)
 	for (int i = 0; i < n; i++)
 		if (!wanted(w[i].name))
 			w[i].absent = "not selected";
-	/* The extras: the tool with its progress thread, fanotify's inode marks. */
+	/* The extras: the tool with its progress thread, fanotify's inode marks
+	 * (as user nobody), and its filesystem mark whatever the tree's size
+	 * (root: the library's policy takes inode marks for smaller trees). */
 	w[n] = w[5];
 	w[n].name = "notifyx watch tty";
 	w[n].tty = 1;
@@ -124,6 +126,12 @@ int watchers_all(struct watcher **out)
 	w[n].unpriv = 1;
 	if (!w[2].absent || strcmp(w[2].absent, "not selected") == 0)
 		w[n].absent = wanted_x(w[n].name) ? NULL : "not selected";
+	n++;
+	w[n] = w[2];
+	w[n].name = "fanotify fs mark";
+	w[n].env = "NOTIFYX_FANOTIFY_INODE_MAX=0";
+	if (!w[2].absent || strcmp(w[2].absent, "not selected") == 0)
+		w[n].absent = geteuid() ? "needs root" : wanted_x(w[n].name) ? NULL : "not selected";
 	n++;
 	*out = w;
 	return n;

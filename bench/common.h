@@ -63,8 +63,9 @@ struct wproc {
 /* The watchers of this run: "raw", every backend, the tools.  NXBENCH_WATCHERS
  * (comma-separated labels) narrows the list.  With bench_extras set before,
  * also "notifyx watch tty" (its standard error on a terminal: the progress
- * thread runs) and "fanotify inode" (the library as user nobody: inode
- * marks); else those run only when NXBENCH_WATCHERS names them. */
+ * thread runs), "fanotify inode" (the library as user nobody: inode marks)
+ * and "fanotify fs mark" (root: the filesystem mark whatever the tree's
+ * size); else those run only when NXBENCH_WATCHERS names them. */
 extern int bench_extras;
 int watchers_all(struct watcher **out);
 
