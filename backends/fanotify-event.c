@@ -352,8 +352,36 @@ static bool defer_delete(struct fan *fa, size_t pos, size_t after)
 		fa->late = v;
 		fa->late_cap = cap;
 	}
-	fa->late[fa->nlate++] = (struct late){ pos, after };
+	fa->late[fa->nlate++] = (struct late){ pos, after, NULL };
 	return true;
+}
+
+/* The batch ends at pos, before the records that deferred deletions wait
+ * for (a rename waits for its second half, read next): each keeps a copy of
+ * its record, which leaves buf, and waits on into the next batch, where
+ * after is then.  One that cannot is reported now. */
+static void keep_late(struct notifyx *nx, size_t pos)
+{
+	struct fan *fa = fan_of(nx);
+	struct fanrec r;
+
+	for (size_t i = 0; i < fa->nlate; i++) {
+		struct late *l = &fa->late[i];
+		bool ok;
+		l->after -= pos;
+		if (l->copy)
+			continue;
+		if ((ok = nx_fan_decode(fa->buf, fa->len, l->pos, &r)) && (l->copy = malloc(r.size))) {
+			memcpy(l->copy, fa->buf + l->pos, r.size);
+			l->pos = r.size;
+			continue;
+		}
+		if (ok) {
+			r.mask &= FAN_DELETE | FAN_ONDIR;
+			plain_event(nx, &r);
+		}
+		fa->late[i--] = fa->late[--fa->nlate];
+	}
 }
 
 /* The deferred deletions whose rename was handled (all with all). */
@@ -364,14 +392,17 @@ static void late_deletes(struct notifyx *nx, size_t pos, bool all)
 	size_t j = 0;
 
 	for (size_t i = 0; i < fa->nlate; i++) {
-		if (!all && fa->late[i].after >= pos) {
-			fa->late[j++] = fa->late[i];
+		struct late *l = &fa->late[i];
+		if (!all && l->after >= pos) {
+			fa->late[j++] = *l;
 			continue;
 		}
-		if (nx_fan_decode(fa->buf, fa->len, fa->late[i].pos, &r)) {
+		if (l->copy ? nx_fan_decode(l->copy, l->pos, 0, &r) :
+			      nx_fan_decode(fa->buf, fa->len, l->pos, &r)) {
 			r.mask &= FAN_DELETE | FAN_ONDIR;
 			plain_event(nx, &r);
 		}
+		free(l->copy);
 	}
 	fa->nlate = j;
 }
@@ -477,7 +508,10 @@ static void handle_records(struct notifyx *nx)
 		if (fa->nlate)
 			late_deletes(nx, pos, false);
 	}
-	late_deletes(nx, pos, true); /* their renames wait for the next read */
+	if (pos < fa->len)
+		keep_late(nx, pos);
+	else
+		late_deletes(nx, pos, true);
 	fa->cur = UINT64_MAX;
 	nx_map_free(&fa->renames);
 	nx_fan_consume(fa, pos);

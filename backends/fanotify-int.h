@@ -164,6 +164,9 @@ struct fan {
 	size_t ren_indexed;
 	struct late {
 		size_t pos, after;
+		/* Its record, once the batch ended before after (it left buf;
+		 * pos is then its length): see keep_late. */
+		char *copy;
 	} *late;
 	size_t nlate, late_cap;
 };

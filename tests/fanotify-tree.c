@@ -16,7 +16,9 @@
  * - a directory moved in and one of its subdirectories renamed elsewhere in
  *   the tree before the library reads: a RENAME, also for a watch that walks;
  * - a directory made, a file made and removed in it, and the directory
- *   removed before the library reads: all four, the directory's removal last;
+ *   removed before the library reads: all four, the directory's removal last,
+ *   also with a rename between them and another process busy beside the
+ *   tree (the library reads on for the rename's possible second half);
  * - two filesystems mounted inside one tree, and XDEV keeping out of them;
  * - exchanges (renameat2 RENAME_EXCHANGE) of two files and of two
  *   directories are one RENAME with EXCHANGE, with and without LIST (the
@@ -38,11 +40,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -286,6 +291,57 @@ static void made_and_removed_unread(void **state)
 	}
 }
 
+/* As made_and_removed_unread, with a rename between the directory's
+ * records and its file's, while another process makes files beside the
+ * tree: the library stops at the rename to read on for an exchange's
+ * second half, so the deferred deletion of the directory outlives the
+ * batch (it used to be reported there, ahead of the file's records, which
+ * then named a directory gone: they were lost). */
+static void made_and_removed_across_reads(void **state)
+{
+	static const uint32_t flags[] = { NOTIFYX_WATCH_RESCAN, 0 };
+	struct tu_fix *f = F(state);
+
+	if (geteuid()) {
+		print_message("[ SKIP     ] inode marks (not root): the directory is never marked\n");
+		skip();
+	}
+	tu_mkdir(tu_path(f->dir, "o"));
+	tu_mkdir(tu_path(f->dir, "t"));
+	tu_touch(tu_path(f->dir, "t/x0"));
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		int wd = tu_add(&f->log, tu_path(f->dir, "t"), NOTIFYX_CREATE | NOTIFYX_DELETE |
+				NOTIFYX_RENAME, NOTIFYX_WATCH_RECURSIVE | flags[i]);
+		char to[16];
+		snprintf(to, sizeof to, "x%zu", i + 1);
+		tu_mkdir(tu_path(f->dir, "t/d"));
+		tu_rename(tu_path(f->dir, tu_fmt("t/x%zu", i)), tu_path(f->dir, tu_fmt("t/%s", to)));
+		tu_touch(tu_path(f->dir, "t/d/f"));
+		tu_unlink(tu_path(f->dir, "t/d/f"));
+		tu_rmdir(tu_path(f->dir, "t/d"));
+		pid_t busy = fork();
+		assert_true(busy >= 0);
+		if (busy == 0) { /* renames beside the tree (never merged) until killed */
+			char a[PATH_MAX], b[PATH_MAX];
+			snprintf(a, sizeof a, "%s/o/a", f->dir);
+			snprintf(b, sizeof b, "%s/o/b", f->dir);
+			close(open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+			for (int n = 0; n < 1000000; n++)
+				rename(n % 2 ? b : a, n % 2 ? a : b);
+			_exit(0);
+		}
+		usleep(20000);
+		TU_WAIT(&f->log, wd, NOTIFYX_DELETE, "d");
+		tu_settle(&f->log);
+		kill(busy, SIGKILL);
+		waitpid(busy, NULL, 0);
+		TU_SEQ(&f->log, wd, NOTIFYX_CREATE, "d", NOTIFYX_RENAME, to, NOTIFYX_CREATE, "d/f",
+		       NOTIFYX_DELETE, "d/f", NOTIFYX_DELETE, "d", 0u);
+		assert_int_equal(notifyx_rm_watch(f->nx, wd), 0);
+		TU_WAIT(&f->log, wd, NOTIFYX_IGNORED, "");
+	}
+}
+
 static void two_filesystems(void **state)
 {
 	struct tu_fix *f = F(state);
@@ -493,6 +549,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(moved_in_and_out, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(renamed_out_of_arrival, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(made_and_removed_unread, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(made_and_removed_across_reads, tu_setup,
+						tu_teardown),
 		cmocka_unit_test_setup_teardown(two_filesystems, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(exchanges, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(independent_watches, tu_setup, tu_teardown),
