@@ -340,10 +340,13 @@ static size_t delete_after(struct fan *fa, size_t pos, const struct fanrec *r)
 	return at;
 }
 
-/* Queues the deletion of the record at pos to come after the record at
- * after: false when it cannot be remembered (it then comes where it is). */
-static bool defer_delete(struct fan *fa, size_t pos, size_t after)
+/* Queues the deletion of record r to come after the record at after (a
+ * copy of r: the batch may end first, see handle_records): false when it
+ * cannot be remembered (it then comes where it is). */
+static bool defer_delete(struct fan *fa, const struct fanrec *r, size_t pos, size_t after)
 {
+	char *rec;
+
 	if (fa->nlate == fa->late_cap) {
 		size_t cap = fa->late_cap ? 2 * fa->late_cap : 16;
 		struct late *v = realloc(fa->late, cap * sizeof(*v));
@@ -352,39 +355,15 @@ static bool defer_delete(struct fan *fa, size_t pos, size_t after)
 		fa->late = v;
 		fa->late_cap = cap;
 	}
-	fa->late[fa->nlate++] = (struct late){ pos, after, NULL };
+	if (!(rec = malloc(r->size)))
+		return false;
+	memcpy(rec, fa->buf + pos, r->size);
+	fa->late[fa->nlate++] = (struct late){ rec, r->size, after };
 	return true;
 }
 
-/* The batch ends at pos, before the records that deferred deletions wait
- * for (a rename waits for its second half, read next): each keeps a copy of
- * its record, which leaves buf, and waits on into the next batch, where
- * after is then.  One that cannot is reported now. */
-static void keep_late(struct notifyx *nx, size_t pos)
-{
-	struct fan *fa = fan_of(nx);
-	struct fanrec r;
-
-	for (size_t i = 0; i < fa->nlate; i++) {
-		struct late *l = &fa->late[i];
-		bool ok;
-		l->after -= pos;
-		if (l->copy)
-			continue;
-		if ((ok = nx_fan_decode(fa->buf, fa->len, l->pos, &r)) && (l->copy = malloc(r.size))) {
-			memcpy(l->copy, fa->buf + l->pos, r.size);
-			l->pos = r.size;
-			continue;
-		}
-		if (ok) {
-			r.mask &= FAN_DELETE | FAN_ONDIR;
-			plain_event(nx, &r);
-		}
-		fa->late[i--] = fa->late[--fa->nlate];
-	}
-}
-
-/* The deferred deletions whose rename was handled (all with all). */
+/* The deferred deletions whose record (or rename) was handled: those
+ * before pos, or all. */
 static void late_deletes(struct notifyx *nx, size_t pos, bool all)
 {
 	struct fan *fa = fan_of(nx);
@@ -397,12 +376,11 @@ static void late_deletes(struct notifyx *nx, size_t pos, bool all)
 			fa->late[j++] = *l;
 			continue;
 		}
-		if (l->copy ? nx_fan_decode(l->copy, l->pos, 0, &r) :
-			      nx_fan_decode(fa->buf, fa->len, l->pos, &r)) {
+		if (nx_fan_decode(l->rec, l->len, 0, &r)) {
 			r.mask &= FAN_DELETE | FAN_ONDIR;
 			plain_event(nx, &r);
 		}
-		free(l->copy);
+		free(l->rec);
 	}
 	fa->nlate = j;
 }
@@ -500,7 +478,7 @@ static void handle_records(struct notifyx *nx)
 			pos += nx_fan_rename_event(nx, pos, &r);
 		} else {
 			if ((after = delete_after(fa, pos, &r)) != SIZE_MAX &&
-			    defer_delete(fa, pos, after))
+			    defer_delete(fa, &r, pos, after))
 				r.mask &= ~(uint64_t)FAN_DELETE;
 			plain_event(nx, &r);
 			pos += r.size;
@@ -508,8 +486,11 @@ static void handle_records(struct notifyx *nx)
 		if (fa->nlate)
 			late_deletes(nx, pos, false);
 	}
+	/* A batch that ends at a rename (its second half is read next) leaves
+	 * the records the deferred deletions wait for to the next one. */
 	if (pos < fa->len)
-		keep_late(nx, pos);
+		for (size_t i = 0; i < fa->nlate; i++)
+			fa->late[i].after -= pos;
 	else
 		late_deletes(nx, pos, true);
 	fa->cur = UINT64_MAX;

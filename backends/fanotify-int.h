@@ -163,10 +163,8 @@ struct fan {
 	struct nx_map renames;
 	size_t ren_indexed;
 	struct late {
-		size_t pos, after;
-		/* Its record, once the batch ended before after (it left buf;
-		 * pos is then its length): see keep_late. */
-		char *copy;
+		char *rec;    /* a copy of the record */
+		size_t len, after;
 	} *late;
 	size_t nlate, late_cap;
 };

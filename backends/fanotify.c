@@ -821,7 +821,7 @@ static void fan_close(struct notifyx *nx)
 	free(fa->vec[1]);
 	free(fa->pending);
 	for (size_t i = 0; i < fa->nlate; i++)
-		free(fa->late[i].copy);
+		free(fa->late[i].rec);
 	free(fa->late);
 	nx_map_free(&fa->renames);
 	munmap(fa->buf, READ_AHEAD_MAX);
