@@ -731,6 +731,10 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 		if (nx->queue.count && (!in->len || in->holding))
 			break;
 	}
+	/* The rounds ran out before a sync could end the holds (moves went
+	 * on meanwhile): the next round is due at once, which the kernel's
+	 * descriptor, empty by now, would not announce. */
+	nx->again = in->holding && syncs > 4;
 	if (in->holding && arm_hold_timer(in) < 0) {
 		/* Nothing would end the holds: end them now. */
 		in->no_wait = true;

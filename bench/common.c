@@ -82,7 +82,7 @@ int watchers_all(struct watcher **out)
 	static const char *const tools[][2] = {
 		{ "notifyx watch", "notifyx" }, { "inotifywait", "inotifywait" }, { "fswatch", "fswatch" },
 	};
-	struct watcher *w = calloc(11, sizeof(*w));
+	struct watcher *w = calloc(12, sizeof(*w));
 	int n = 0;
 
 	w[n++] = (struct watcher){ .name = "raw", .kind = W_RAW };
@@ -111,8 +111,9 @@ int watchers_all(struct watcher **out)
 		if (!wanted(w[i].name))
 			w[i].absent = "not selected";
 	/* The extras: the tool with its progress thread, fanotify's inode marks
-	 * (as user nobody), and its filesystem mark whatever the tree's size
-	 * (root: the library's policy takes inode marks for smaller trees). */
+	 * (as user nobody), its filesystem mark whatever the tree's size
+	 * (root: the library's policy takes inode marks for smaller trees),
+	 * and the inotify backend read from an event loop. */
 	w[n] = w[5];
 	w[n].name = "notifyx watch tty";
 	w[n].tty = 1;
@@ -132,6 +133,12 @@ int watchers_all(struct watcher **out)
 	w[n].env = "NOTIFYX_FANOTIFY_INODE_MAX=0";
 	if (!w[2].absent || strcmp(w[2].absent, "not selected") == 0)
 		w[n].absent = geteuid() ? "needs root" : wanted_x(w[n].name) ? NULL : "not selected";
+	n++;
+	w[n] = w[1];
+	w[n].name = "inotify loop";
+	w[n].evloop = 1;
+	if (!w[1].absent || strcmp(w[1].absent, "not selected") == 0)
+		w[n].absent = wanted_x(w[n].name) ? NULL : "not selected";
 	n++;
 	*out = w;
 	return n;
@@ -266,7 +273,8 @@ static void raw_child(const struct wopts *o)
 static void lib_child(const struct watcher *w, const struct wopts *o)
 {
 	static char buf[65536] __attribute__((aligned(8)));
-	struct notifyx_config c = { .size = sizeof(c), .backend = w->backend };
+	struct notifyx_config c = { .size = sizeof(c), .backend = w->backend,
+				    .flags = w->evloop ? NOTIFYX_NONBLOCK : 0 };
 	uint32_t events = (o->events & B_CREATE ? NOTIFYX_CREATE : 0) |
 			  (o->events & B_MODIFY ? NOTIFYX_MODIFY : 0) |
 			  (o->events & B_DELETE ? NOTIFYX_DELETE : 0) |
@@ -291,7 +299,16 @@ static void lib_child(const struct watcher *w, const struct wopts *o)
 		_exit(3);
 	}
 	child_ready(t0);
-	while ((n = notifyx_read(nx, buf, sizeof(buf))) > 0) {
+	for (;;) {
+		struct pollfd pfd = { .fd = notifyx_fd(nx), .events = POLLIN };
+
+		if (w->evloop && poll(&pfd, 1, -1) < 0)
+			break;
+		n = notifyx_read(nx, buf, sizeof(buf));
+		if (n < 0 && w->evloop && errno == EAGAIN)
+			continue;
+		if (n <= 0)
+			break;
 		for (const struct notifyx_event *ev = (const void *)buf; (const char *)ev < buf + n;
 		     ev = notifyx_event_next(ev))
 			if (ev->mask & events)

@@ -36,6 +36,8 @@ struct watcher {
 	int unpriv;         /* W_LIB: runs as user nobody (fanotify: inode marks) */
 	int tty;            /* W_CMD: its standard error is a terminal (notifyx: progress thread) */
 	const char *env;    /* "NAME=VALUE" set in its process, or NULL */
+	int evloop;         /* W_LIB: reads as an event loop does (poll(2), then a
+			       non-blocking read), not by blocking reads */
 };
 
 struct wopts {

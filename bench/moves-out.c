@@ -8,12 +8,14 @@
  * what is timed is how long after the last rename the watcher has read the
  * last one (the entry STOP, moved last), and whether every move was reported
  * (none lost to an OVERFLOW).  The raw inotify reader, the inotify and the
- * fanotify backends, interleaved run by run; medians; ratios against the raw
- * reader of the same run.  (The scanning backends see DELETEs, the tools are
- * not compared here.)  Each size is measured twice: the watcher on the CPU
- * of the renaming program ("same": what is timed is then mostly the backlog
- * the scheduler let build up, which grows with the watcher's CPU time per
- * wakeup), and on the other CPUs ("own", where the machine has them).
+ * fanotify backends, and the inotify backend read as an event loop reads
+ * (poll(2), then a non-blocking read: "inotify loop"), interleaved run by
+ * run; medians; ratios against the raw reader of the same run.  (The
+ * scanning backends see DELETEs, the tools are not compared here.)  Each
+ * size is measured twice: the watcher on the CPU of the renaming program
+ * ("same": what is timed is then mostly the backlog the scheduler let build
+ * up, which grows with the watcher's CPU time per wakeup), and on the other
+ * CPUs ("own", where the machine has them).
  *
  *   bench/moves-out [FILES[,FILES...] [RUNS]]   (default 1000,10000,100000 and 3 runs)
  */
@@ -32,6 +34,7 @@
 
 #define MAX_RUNS 64
 #define MAX_SIZES 8
+#define MAX_WATCHERS 16
 
 static void make_files(const char *dir, int n)
 {
@@ -62,11 +65,13 @@ static void move_out(const char *w, const char *out, int n)
 	close(ofd);
 }
 
+/* The raw reader, the inotify and fanotify backends with their defaults,
+ * and the inotify backend read from an event loop ("inotify loop"). */
 static bool measured(const struct watcher *w)
 {
 	return w->kind == W_RAW ||
-	       (w->kind == W_LIB && (w->backend == NOTIFYX_BACKEND_INOTIFY ||
-				     w->backend == NOTIFYX_BACKEND_FANOTIFY));
+	       (w->kind == W_LIB && !w->unpriv && !w->env &&
+		(w->backend == NOTIFYX_BACKEND_INOTIFY || w->backend == NOTIFYX_BACKEND_FANOTIFY));
 }
 
 /* One size, the watchers on the renaming program's CPU or on their own:
@@ -75,14 +80,14 @@ static int measure(struct watcher *w, int nw, int files, int runs, int own, bool
 {
 	static struct wproc p;
 	const char *cpu = own ? "own" : "same";
-	double t[8][MAX_RUNS];
-	int ok[8] = { 0 };
-	long lost[8] = { 0 };
+	double t[MAX_WATCHERS][MAX_RUNS];
+	int ok[MAX_WATCHERS] = { 0 };
+	long lost[MAX_WATCHERS] = { 0 };
 
 	if (files < 1)
 		return fprintf(stderr, "moves-out: bad size %d\n", files), -1;
 	for (int r = 0; r < runs; r++) {
-		for (int j = 0; j < nw && j < 8; j++) {
+		for (int j = 0; j < nw; j++) {
 			int i = r % 2 ? nw - 1 - j : j; /* order changes run by run */
 			char *root = mktemp_dir(), wdir[4096], out[4096];
 			struct wopts o = { .dir = wdir, .events = B_MOVED_OUT, .own_cpu = own };
@@ -123,17 +128,17 @@ next:
 		}
 	}
 	double ref = 0;
-	for (int i = 0; i < nw && i < 8; i++) {
+	for (int i = 0; i < nw; i++) {
 		if (w[i].absent || !ok[i]) {
 			if (!w[i].absent || (first && measured(&w[i])))
-				printf("  %-8d %-4s %-10s %s\n", files, cpu, w[i].name,
+				printf("  %-8d %-4s %-12s %s\n", files, cpu, w[i].name,
 				       w[i].absent ? w[i].absent : "failed");
 			continue;
 		}
 		double tm = median(t[i], ok[i]);
 		if (w[i].kind == W_RAW)
 			ref = tm;
-		printf("  %-8d %-4s %-10s %10.3f %8.2f %8ld\n", files, cpu, w[i].name, tm * 1e3,
+		printf("  %-8d %-4s %-12s %10.3f %8.2f %8ld\n", files, cpu, w[i].name, tm * 1e3,
 		       ref ? tm / ref : 0, lost[i]);
 		const char *load = own ? "moves-out-own-cpu" : "moves-out";
 		tsv(load, files, w[i].name, "ms", tm * 1e3);
@@ -148,11 +153,11 @@ int main(int argc, char **argv)
 	const char *sizes_arg = argc > 1 ? argv[1] : "1000,10000,100000";
 	int runs = argc > 2 ? atoi(argv[2]) : 3, sizes[MAX_SIZES], nsizes = 0;
 	struct watcher *w;
-	int nw = watchers_all(&w);
+	int nw = (bench_extras = 1, watchers_all(&w));
 
 	for (char *s = strdup(sizes_arg), *tok; (tok = strsep(&s, ",")) && nsizes < MAX_SIZES;)
 		sizes[nsizes++] = atoi(tok);
-	if (runs < 1 || runs > MAX_RUNS || !nsizes)
+	if (runs < 1 || runs > MAX_RUNS || !nsizes || nw > MAX_WATCHERS)
 		return fprintf(stderr, "usage: %s [FILES[,FILES...] [RUNS<=%d]]\n", argv[0], MAX_RUNS), 2;
 	for (int i = 0; i < nw; i++)
 		if (!w[i].absent && !measured(&w[i]))
@@ -161,7 +166,7 @@ int main(int argc, char **argv)
 	printf("moves-out: FILES files moved one by one out of a watched directory; time from the\n"
 	       "last rename to the last move read (median of %d runs), and moves not reported;\n"
 	       "the watcher on the renaming program's CPU (same) or on the others (own)\n", runs);
-	printf("  %-8s %-4s %-10s %10s %8s %8s\n", "files", "cpu", "watcher", "ms", "x raw", "lost");
+	printf("  %-8s %-4s %-12s %10s %8s %8s\n", "files", "cpu", "watcher", "ms", "x raw", "lost");
 	for (int s = 0; s < nsizes; s++)
 		for (int own = 0; own <= (other_cpus() > 0); own++)
 			if (measure(w, nw, sizes[s], runs, own, s == 0 && own == 0) < 0)

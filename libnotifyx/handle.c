@@ -73,11 +73,12 @@ static bool usable(const struct notifyx *nx)
 }
 
 /* Keeps the handle's descriptor readable exactly while events wait in the
- * library's queue (the kernel's own descriptors signal what is still there).
+ * library's queue or the backend has work to do at once (nx->again; the
+ * kernel's own descriptors signal what is still there).
  * Costs a system call only when that state changes. */
 static void sync_ready(struct notifyx *nx)
 {
-	bool want = nx->queue.count > 0;
+	bool want = nx->queue.count > 0 || nx->again;
 	uint64_t v = 1;
 
 	if (want == nx->ready)
@@ -104,6 +105,7 @@ static int process(struct notifyx *nx, unsigned flags)
 	int ret, err;
 
 	nx->dispatching = true;
+	nx->again = false;
 	ret = nx->ops->process(nx, flags);
 	err = errno;
 	nx_rescan_run(nx);
@@ -671,6 +673,21 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 		pthread_sigmask(SIG_BLOCK, &all, &mask);
 	}
 	while (!nx->queue.count) {
+		/* A blocking read waits first, as the application's poll(2)
+		 * would: what process() can do is announced by notifyx_fd (the
+		 * kernel's descriptors, the timers of holds and scans) or by
+		 * nx->again, and the read before left the kernel queue empty, so
+		 * looking first would be a system call for nothing.
+		 * ppoll(2), not epoll_pwait(2): a caught signal ends the wait
+		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
+		 * does not, where epoll_wait would fail with EINTR (signal(7)).
+		 * An EINTR from the backend's own signals (own_signals) is not one. */
+		if (block && !nx->again) {
+			unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
+			if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN &&
+			    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
+				goto fail;
+		}
 		if (process(nx, 0) < 0 && !nx->queue.count)
 			goto fail;
 		if (nx->queue.count)
@@ -680,14 +697,6 @@ NX_EXPORT ssize_t notifyx_read(struct notifyx *nx, void *buf, size_t len)
 			errno = EAGAIN;
 			return -1;
 		}
-		/* ppoll(2), not epoll_pwait(2): a caught signal ends the wait
-		 * with EINTR, but a stop and SIGCONT (job control, a debugger)
-		 * does not, where epoll_wait would fail with EINTR (signal(7)).
-		 * An EINTR from the backend's own signals (own_signals) is not one. */
-		unsigned long own = nx->ops->own_signals ? nx->ops->own_signals() : 0;
-		if (ppoll(&pfd, 1, NULL, &mask) < 0 && errno != EAGAIN &&
-		    !(errno == EINTR && nx->ops->own_signals && nx->ops->own_signals() != own))
-			goto fail;
 	}
 	if (block)
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);

@@ -258,7 +258,10 @@ struct nx_backend {
 	 * they return, so a backend never has its state freed under it. */
 	void (*rm_watch)(struct notifyx *nx, struct nx_watch *w);
 	/* Reads what the kernel has without blocking and queues events;
-	 * returns 0, or -1 with errno on a hard failure.  flags: NX_PROCESS_*. */
+	 * returns 0, or -1 with errno on a hard failure.  flags: NX_PROCESS_*.
+	 * All that it leaves to do must be announced by nx->epfd (a kernel
+	 * descriptor, a timer), or by setting nx->again: a read waits for
+	 * epfd before it calls process() again. */
 	int (*process)(struct notifyx *nx, unsigned flags);
 	/* Optional, for NOTIFYX_WATCH_RESCAN: after a loss of events of w,
 	 * makes the kernel side whole again, as a new watch of the tree as it
@@ -292,6 +295,8 @@ struct notifyx {
 	int epfd;             /* what notifyx_fd returns */
 	int readyfd;          /* eventfd in epfd: readable while the queue holds events */
 	bool ready;           /* readyfd is signalled */
+	bool again;           /* process() stopped with work it can do at once:
+				 readyfd is signalled, a blocking read does not wait */
 	bool forked;          /* set in a child after fork: close only */
 	pid_t pid;
 	unsigned long forks;  /* see inherited() in handle.c */
