@@ -731,20 +731,17 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 		if (nx->queue.count && (!in->len || in->holding))
 			break;
 	}
-	/* The rounds ran out before a sync could end the holds (moves went
-	 * on meanwhile): the next round is due at once, which the kernel's
-	 * descriptor, empty by now, would not announce. */
-	nx->again = in->holding && syncs > 4;
-	if (in->holding && arm_hold_timer(in) < 0) {
+	/* Work due at once, which the kernel's descriptor, empty by now, would
+	 * not announce: the sync rounds ran out before the holds ended (moves
+	 * went on meanwhile), or directories are still deferred as changes to
+	 * their names went on.  The application comes back at once, so the
+	 * holds need no timer. */
+	nx->again = in->holding ? syncs > 4 : wake && dry;
+	if (in->holding && !nx->again && arm_hold_timer(in) < 0) {
 		/* Nothing would end the holds: end them now. */
 		in->no_wait = true;
 		drop_front(in, parse(nx, true));
 		in->no_wait = false;
-	} else if (!in->holding && wake && dry) {
-		/* Directories are still deferred, as changes to their names
-		 * went on: the application comes back for them at once. */
-		in->hold_until = nx_now_ns();
-		arm_hold_timer(in);
 	} else if (!in->holding && in->timer_armed) {
 		/* The holds ended sooner: no spurious wakeup later. */
 		struct itimerspec off = { { 0, 0 }, { 0, 0 } };
