@@ -417,7 +417,7 @@ static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 
 	if (fd < 0 && r->ndfid.len && r->nname.len) {
 		fd = open_dir_id(nx, &r->ndfid);
-		name = r->nname.name;
+		name = NULL; /* the new name: in the cache */
 	}
 	if (fd < 0)
 		return false;

@@ -190,6 +190,7 @@ static bool held_from(struct notifyx *nx, size_t pos, size_t later_at, bool drai
 	in->held_kwd[i] = r.wd;
 	memcpy(in->held_name[i], r.name, r.name_len);
 	in->held_name[i][r.name_len] = '\0';
+	in->held_arrival[i] = r.mask & IN_MOVED_TO;
 	return true;
 }
 
@@ -268,7 +269,7 @@ static bool sync_holds(struct notifyx *nx)
 				in->sync_fd_kwd = kw->kwd;
 			}
 		}
-		if (nx_kt_rename_over(pfd, in->held_name[i]))
+		if (nx_kt_rename_over(pfd, in->held_arrival[i] ? NULL : in->held_name[i]))
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;

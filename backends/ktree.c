@@ -150,7 +150,7 @@ bool nx_kt_rename_over(int dfd, const char *name)
 	char never[64];
 	struct stat st;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (name && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT;
 	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)getpid(), ++looked_up);
 	return fstatat(dfd, never, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;

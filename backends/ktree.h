@@ -104,8 +104,10 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
  * lookup; after an exchange it is in the cache, found without the lock:
  * then a name never looked up before is (".notifyx-sync-PID-N", N counted
  * for the whole process, as a name another handle looked up is in the
- * cache too; one negative dentry for each exchange a read splits; a lookup
- * makes no inotify or fanotify event).  False when neither lookup could
+ * cache too; one negative dentry for each exchange a read splits, and for
+ * each move in a read ends on; a lookup makes no inotify or fanotify
+ * event).  name NULL: a rename into dfd, whose new name is in the cache,
+ * so that only the second lookup tells.  False when neither lookup could
  * tell (an error other than ENOENT). */
 bool nx_kt_rename_over(int dfd, const char *name);
 
