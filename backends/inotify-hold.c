@@ -188,9 +188,11 @@ static bool held_from(struct notifyx *nx, size_t pos, size_t later_at, bool drai
 		return true; /* not synced: ends by time or distance */
 	in->nheld_kwd += i == in->nheld_kwd;
 	in->held_kwd[i] = r.wd;
-	memcpy(in->held_name[i], r.name, r.name_len);
-	in->held_name[i][r.name_len] = '\0';
-	in->held_arrival[i] = r.mask & IN_MOVED_TO;
+	/* An arrival's name is in the dentry cache, its lookup takes no lock:
+	 * none is kept (see nx_kt_rename_over). */
+	size_t len = (r.mask & IN_MOVED_TO) ? 0 : r.name_len;
+	memcpy(in->held_name[i], r.name, len);
+	in->held_name[i][len] = '\0';
 	return true;
 }
 
@@ -269,7 +271,7 @@ static bool sync_holds(struct notifyx *nx)
 				in->sync_fd_kwd = kw->kwd;
 			}
 		}
-		if (nx_kt_rename_over(pfd, in->held_arrival[i] ? NULL : in->held_name[i]))
+		if (nx_kt_rename_over(pfd, in->held_name[i][0] ? in->held_name[i] : NULL))
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;

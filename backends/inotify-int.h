@@ -86,10 +86,9 @@ struct ino {
 	size_t nwait_cookie;
 	/* This pass: the kernel watches of the moves held (MOVED_FROMs, and
 	 * lone MOVED_TOs, which may be an exchange's first half), and the name
-	 * of the last one of each (see sync_holds). */
+	 * of the last one of each, empty for a MOVED_TO (see sync_holds). */
 	int held_kwd[16];
 	char held_name[16][NAME_MAX + 1];
-	bool held_arrival[16]; /* held_name is a MOVED_TO's (see nx_kt_rename_over) */
 	size_t nheld_kwd;
 	/* The last sync: what the records before sync_end in these kernel
 	 * watches wait for is in the kernel queue, or not coming. */

@@ -75,6 +75,19 @@ static int wanted_x(const char *name)
 	return list && *list ? named(list, name) : bench_extras;
 }
 
+/* An extra that runs the library as watcher base does, under its own name:
+ * there when the backend is (left out of the selection or not), the extra
+ * is asked for, and nothing it needs is missing (unless: why not). */
+static struct watcher extra(const struct watcher *base, const char *name, const char *unless)
+{
+	struct watcher x = *base;
+
+	x.name = name;
+	if (!base->absent || strcmp(base->absent, "not selected") == 0)
+		x.absent = unless ? unless : wanted_x(name) ? NULL : "not selected";
+	return x;
+}
+
 int watchers_all(struct watcher **out)
 {
 	static const uint32_t backends[] = { NOTIFYX_BACKEND_INOTIFY, NOTIFYX_BACKEND_FANOTIFY,
@@ -122,24 +135,12 @@ int watchers_all(struct watcher **out)
 	else
 		w[n].absent = wanted_x(w[n].name) ? NULL : "not selected";
 	n++;
-	w[n] = w[2];
-	w[n].name = "fanotify inode";
-	w[n].unpriv = 1;
-	if (!w[2].absent || strcmp(w[2].absent, "not selected") == 0)
-		w[n].absent = wanted_x(w[n].name) ? NULL : "not selected";
-	n++;
-	w[n] = w[2];
-	w[n].name = "fanotify fs mark";
-	w[n].env = "NOTIFYX_FANOTIFY_INODE_MAX=0";
-	if (!w[2].absent || strcmp(w[2].absent, "not selected") == 0)
-		w[n].absent = geteuid() ? "needs root" : wanted_x(w[n].name) ? NULL : "not selected";
-	n++;
-	w[n] = w[1];
-	w[n].name = "inotify loop";
-	w[n].evloop = 1;
-	if (!w[1].absent || strcmp(w[1].absent, "not selected") == 0)
-		w[n].absent = wanted_x(w[n].name) ? NULL : "not selected";
-	n++;
+	w[n] = extra(&w[2], "fanotify inode", NULL);
+	w[n++].unpriv = 1;
+	w[n] = extra(&w[2], "fanotify fs mark", geteuid() ? "needs root" : NULL);
+	w[n++].env = "NOTIFYX_FANOTIFY_INODE_MAX=0";
+	w[n] = extra(&w[1], "inotify loop", NULL);
+	w[n++].evloop = 1;
 	*out = w;
 	return n;
 }
