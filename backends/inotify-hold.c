@@ -693,6 +693,8 @@ int nx_ino_process(struct notifyx *nx, unsigned flags)
 		ssize_t n = 0;
 		bool drained;
 
+		if (room > READ_STEP)
+			room = READ_STEP;
 		if (room) {
 			n = read(in->fd, in->buf + in->len, room);
 			if (n < 0 && errno == EINTR)
