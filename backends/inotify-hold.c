@@ -50,9 +50,16 @@ static void note_moves(struct ino *in)
 	uint64_t start = in->stream - in->len;
 	struct inrec r;
 	size_t pos = in->scanned > start ? (size_t)(in->scanned - start) : 0;
+	struct inotify_event ev;
 
-	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
-		uint64_t key = (r.mask & (IN_MOVED_FROM | IN_MOVED_TO)) ? move_key(&r) : 0;
+	for (; nx_ino_peek(in, pos, &ev); pos += sizeof(ev) + ev.len) {
+		if (!(ev.mask & IN_MOVE)) { /* most records: no name to read */
+			in->last_to = 0;
+			in->last_from.mask = 0;
+			continue;
+		}
+		nx_inotify_decode(in->buf, in->len, pos, &r);
+		uint64_t key = move_key(&r);
 		if ((r.mask & IN_MOVED_FROM) && key == in->last_to)
 			in->after_to[in->nafter_to++ % max] = start + pos;
 		if ((r.mask & IN_MOVED_TO) && in->last_from.mask && r.cookie != in->last_from.cookie &&
