@@ -18,13 +18,10 @@
 #include "nx.h"
 
 #define READ_BUF (64 * 1024)
-/* What one read(2) takes from the kernel at most (the rest of READ_BUF is
- * for records held meanwhile).  A burst then goes through the same few
- * pages of buf and of the event queue, read after read, where reads of 64
- * KiB touched 64 KiB of buf and more of the queue: a page fault per 4 KiB
- * (10 us each on the virtual machines the benchmarks ran on) against a
- * read(2) per 16 KiB (about 1 us).  bench/throughput, a first burst of
- * 9,001 events: 0.62x the raw reader's events/s before, 0.72x after. */
+/* What one read(2) takes from the kernel at most; the rest of READ_BUF is
+ * for records held meanwhile.  A burst then goes through the same few pages
+ * of buf and of the event queue, read after read: a page fault costs far
+ * more than the extra reads (NEWS 0.2, bench/throughput). */
 #define READ_STEP (16 * 1024)
 /* A first half is given up once this many later records were read without
  * its second half (GLib's rule); its second half is not looked for further. */
