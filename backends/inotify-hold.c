@@ -261,7 +261,7 @@ static bool sync_holds(struct notifyx *nx)
 
 	in->nsync_kwd = 0;
 	for (size_t i = 0; i < in->nheld_kwd; i++) {
-		struct kwatch *kw = nx_index_get(&in->kwatches, in->held_kwd[i]);
+		struct kwatch *kw = nx_ino_kwatch(in, in->held_kwd[i]);
 		bool owned = true;
 		int pfd;
 
@@ -348,13 +348,13 @@ static bool must_wait(struct notifyx *nx, size_t pos, const struct inrec *r)
 	for (size_t i = 0; i < in->nwait_cookie && (r->mask & IN_MOVED_TO); i++)
 		if (in->wait_cookie[i] == r->cookie)
 			return true; /* its first half waits */
-	if (kwatch_blocked(in, nx_index_get(&in->kwatches, r->wd)))
+	if (kwatch_blocked(in, nx_ino_kwatch(in, r->wd)))
 		return true;
 	/* A pair is reported in place of its first half: where the second
 	 * half's watches wait, the whole move waits. */
 	return (r->mask & IN_MOVED_FROM) &&
 	       (tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to)) &&
-	       kwatch_blocked(in, nx_index_get(&in->kwatches, to.wd));
+	       kwatch_blocked(in, nx_ino_kwatch(in, to.wd));
 }
 
 /* The record at pos waits: so do the later records of its watches. */
@@ -365,7 +365,7 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 
 	if (r->mask & IN_Q_OVERFLOW)
 		in->block_all = true;
-	block_kwatch(in, nx_index_get(&in->kwatches, r->wd));
+	block_kwatch(in, nx_ino_kwatch(in, r->wd));
 	if (!(r->mask & IN_MOVED_FROM))
 		return;
 	if (in->nwait_cookie == sizeof(in->wait_cookie) / sizeof(in->wait_cookie[0]))
@@ -373,7 +373,7 @@ static void wait_behind(struct notifyx *nx, size_t pos, const struct inrec *r)
 	else
 		in->wait_cookie[in->nwait_cookie++] = r->cookie;
 	if (nx_ino_find_moved_to(in, pos + r->size, r, &to))
-		block_kwatch(in, nx_index_get(&in->kwatches, to.wd));
+		block_kwatch(in, nx_ino_kwatch(in, to.wd));
 }
 
 /* Reports the exchange m (its reverse pair: the type of the entry that was at
@@ -412,7 +412,7 @@ static void exchanged(struct notifyx *nx, struct move *m, bool to_isdir, uint32_
 static bool dropped_arrival(struct notifyx *nx, size_t pos, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
-	const struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
+	const struct kwatch *kw = nx_ino_kwatch(in, r->wd);
 
 	return take_after_to(in, pos) && kw &&
 	       nx_ino_there_at(nx, kw, r->name, r->name_len, pos + r->size) == 1;
@@ -426,7 +426,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	struct inrec to;
 	size_t tpos = nx_ino_find_moved_to(in, pos + r->size, r, &to);
 	struct move m = {
-		.from = nx_index_get(&in->kwatches, r->wd),
+		.from = nx_ino_kwatch(in, r->wd),
 		.fname = r->name, .flen = r->name_len,
 		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
 	};
@@ -443,7 +443,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 	}
 	bool incomplete = false, to_isdir = false;
 	uint32_t rcookie = 0;
-	m.to = nx_index_get(&in->kwatches, to.wd);
+	m.to = nx_ino_kwatch(in, to.wd);
 	m.tname = to.name;
 	m.tlen = to.name_len;
 	if (!nx_ino_find_exchange(nx, tpos + to.size, r, &to, &incomplete, &to_isdir, &rcookie)) {
@@ -471,7 +471,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, const struct inrec *f)
 {
 	struct ino *in = ino_of(nx);
-	const struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
+	const struct kwatch *kw = nx_ino_kwatch(in, r->wd);
 	struct inrec n;
 	size_t at = pos;
 	int state;
@@ -483,7 +483,7 @@ static bool there_after(struct notifyx *nx, size_t pos, const struct inrec *r, c
 		if (!n.mask)
 			continue;
 		const struct kwatch *sk = (n.mask & IN_MOVE_SELF) ?
-			nx_index_get(&in->kwatches, n.wd) : NULL;
+			nx_ino_kwatch(in, n.wd) : NULL;
 		const struct nx_node *s;
 
 		for (size_t si = 0; sk && (s = nx_subs_get(sk->subs, si)); si++)
@@ -571,7 +571,7 @@ static int dropped_departure(struct notifyx *nx, size_t pos, const struct inrec 
 		return incomplete && !drained ? 0 : -1;
 	fm->at = UINT64_MAX;
 	struct move m = {
-		.from = nx_index_get(&in->kwatches, fm->wd), .to = nx_index_get(&in->kwatches, r->wd),
+		.from = nx_ino_kwatch(in, fm->wd), .to = nx_ino_kwatch(in, r->wd),
 		.fname = fm->name, .flen = fm->len, .tname = r->name, .tlen = r->name_len,
 		.isdir = r->mask & IN_ISDIR, .cookie = r->cookie,
 	};
@@ -596,7 +596,7 @@ static bool moved_to(struct notifyx *nx, size_t pos, const struct inrec *r, bool
 	if (fpos)
 		nx_ino_consume(in, fpos);
 	struct move m = {
-		.to = nx_index_get(&in->kwatches, r->wd),
+		.to = nx_ino_kwatch(in, r->wd),
 		.tname = r->name, .tlen = r->name_len,
 		.isdir = r->mask & IN_ISDIR,
 	};

@@ -138,6 +138,7 @@ struct ino {
 	uint64_t cur;         /* stream offset of the record being handled */
 	struct nx_node *conflict; /* attach(): the node that has the directory already */
 	struct nx_index kwatches; /* kernel wd -> struct kwatch */
+	struct kwatch *last_kw;   /* the one nx_ino_kwatch() found last */
 	struct kwblock *kwblocks; /* where they are (inotify-tree.c) */
 	struct kwatch *kwfree;    /* released ones, for the next */
 	/* Kept apart from struct kwatch, which one directory of a recursive
@@ -167,6 +168,15 @@ static inline struct ino *ino_of(const struct notifyx *nx)
 static inline struct iwatch *iw_of(const struct nx_watch *w)
 {
 	return w->bdata;
+}
+
+/* The kernel watch wd, or NULL.  The last one found is kept: the records of
+ * a burst are mostly of one directory. */
+static inline struct kwatch *nx_ino_kwatch(struct ino *in, int32_t wd)
+{
+	if (!in->last_kw || in->last_kw->kwd != wd)
+		in->last_kw = nx_index_get(&in->kwatches, wd);
+	return in->last_kw;
 }
 
 enum { SUP_CREATE = 1, SUP_OPEN, SUP_ACCESS, SUP_CLOSE };

@@ -286,8 +286,8 @@ static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const 
 			    const struct inrec *rev, size_t after)
 {
 	struct ino *in = ino_of(nx);
-	const struct kwatch *a = nx_index_get(&in->kwatches, from->wd);
-	const struct kwatch *b = nx_index_get(&in->kwatches, to->wd);
+	const struct kwatch *a = nx_ino_kwatch(in, from->wd);
+	const struct kwatch *b = nx_ino_kwatch(in, to->wd);
 	int sa, sb;
 
 	if (!a || !b)

@@ -60,6 +60,8 @@ static struct kwatch *kwatch_alloc(struct ino *in)
 
 static void kwatch_free(struct ino *in, struct kwatch *kw)
 {
+	if (in->last_kw == kw)
+		in->last_kw = NULL;
 	kw->subs = (nx_subs)in->kwfree;
 	in->kwfree = kw;
 }
@@ -73,6 +75,7 @@ void nx_ino_kwatch_free_all(struct ino *in)
 		free(b);
 	}
 	in->kwfree = NULL;
+	in->last_kw = NULL;
 }
 
 /* Adds mask to the kernel watch of kpath; NULL with errno on failure. */
@@ -84,7 +87,7 @@ static struct kwatch *kwatch_add(struct ino *in, const char *kpath, uint32_t mas
 	kwd = inotify_add_watch(in->fd, kpath, mask | IN_MASK_ADD);
 	if (kwd < 0)
 		return NULL;
-	kw = nx_index_get(&in->kwatches, kwd);
+	kw = nx_ino_kwatch(in, kwd);
 	if (!kw) {
 		if (!(kw = kwatch_alloc(in)) ||
 		    (kw->kwd = kwd, nx_index_add(&in->kwatches, kw)) < 0) {
@@ -453,7 +456,7 @@ int nx_ino_open_node(struct notifyx *nx, struct nx_node *n)
 	if (kwd == kw->kwd)
 		return fd;
 	int err = kwd < 0 ? errno : ESTALE; /* ENOSPC, ENOMEM: cannot tell */
-	if (kwd >= 0 && !nx_index_get(&in->kwatches, kwd))
+	if (kwd >= 0 && !nx_ino_kwatch(in, kwd))
 		inotify_rm_watch(in->fd, kwd); /* a directory we do not watch */
 	close(fd);
 	errno = err;

@@ -245,8 +245,15 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	struct nx_watch *w = nx_node_watch(n);
 	bool isdir = r->mask & IN_ISDIR;
 	uint32_t flags = isdir ? NOTIFYX_EVENT_ISDIR : 0;
-	size_t len = nx_ino_entry_path(in, n, r->name, r->name_len, 0);
+	const char *path = r->name;
+	size_t len = r->name_len;
 
+	/* Most events are of a file in a root, whose path is its name, as the
+	 * kernel gave it (ended by a NUL within the record): no copy. */
+	if (n->parent || isdir || r->size == sizeof(struct inotify_event) + len) {
+		path = in->path[0];
+		len = nx_ino_entry_path(in, n, r->name, r->name_len, 0);
+	}
 	if (len == SIZE_MAX) {
 		nx_ino_too_long(nx, n);
 		return;
@@ -254,16 +261,16 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	if (r->mask & IN_CREATE) {
 		if (nx_ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE))
 			return; /* a listing reported it already */
-		nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, in->path[0], len, NULL, 0);
-		if (isdir && !nx_excluded(nx, w, in->path[0], r->name))
+		nx_emit(nx, w, NOTIFYX_CREATE, flags, 0, 0, path, len, NULL, 0);
+		if (isdir && !nx_excluded(nx, w, path, r->name))
 			nx_ino_add_subdir(nx, n, r->name, r->name_len, true);
 	} else if (r->mask & IN_DELETE) {
 		nx_ino_sup_take(in, n, r->name, r->name_len, SUP_CREATE);
-		nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, in->path[0], len, NULL, 0);
+		nx_emit(nx, w, NOTIFYX_DELETE, flags, 0, 0, path, len, NULL, 0);
 		if (isdir)
 			nx_ino_bury(nx, nx_node_find(&nx->paths, n, r->name, r->name_len));
 	} else if (nx_inotify_event(r->mask)) {
-		nx_emit(nx, w, nx_inotify_event(r->mask), flags, 0, 0, in->path[0], len, NULL, 0);
+		nx_emit(nx, w, nx_inotify_event(r->mask), flags, 0, 0, path, len, NULL, 0);
 	}
 }
 
@@ -279,7 +286,7 @@ static bool own_access(struct ino *in, const struct kwatch *kw, const struct inr
 void nx_ino_plain_event(struct notifyx *nx, const struct inrec *r)
 {
 	struct ino *in = ino_of(nx);
-	struct kwatch *kw = nx_index_get(&in->kwatches, r->wd);
+	struct kwatch *kw = nx_ino_kwatch(in, r->wd);
 	size_t count;
 
 	if (!kw || own_access(in, kw, r))

@@ -169,6 +169,11 @@ typedef uintptr_t nx_subs;
 
 /* The i-th node of s, NULL past the last: for (i = 0; (n = nx_subs_get(s, i)); i++). */
 struct nx_node *nx_subs_get(nx_subs s, size_t i);
+/* The node of s when it is its only one, else NULL. */
+static inline struct nx_node *nx_subs_only(nx_subs s)
+{
+	return s & 1 ? NULL : (struct nx_node *)s;
+}
 int nx_subs_add(nx_subs *s, struct nx_node *n); /* -1 ENOMEM, s unchanged */
 void nx_subs_del(nx_subs *s, const struct nx_node *n); /* nothing when n is not in s */
 void nx_subs_free(nx_subs *s);

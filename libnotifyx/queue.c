@@ -71,6 +71,9 @@ struct notifyx_event *nx_queue_push(struct nx_queue *q, int32_t wd, uint32_t mas
 	ev->error = error;
 	ev->path_len = (uint32_t)path_len;
 	ev->old_path_len = (uint32_t)old_len;
+	/* The padding after the names (at most 7 bytes) is zero: the last 8
+	 * bytes are cleared, then the names written over their start. */
+	memset((char *)ev + size - 8, 0, 8);
 	if (path_len)
 		memcpy(ev->names, path, path_len);
 	ev->names[path_len] = '\0';
@@ -78,9 +81,7 @@ struct notifyx_event *nx_queue_push(struct nx_queue *q, int32_t wd, uint32_t mas
 	if (old_len) {
 		memcpy(end, old, old_len);
 		end[old_len] = '\0';
-		end += old_len + 1;
 	}
-	memset(end, 0, (size_t)((char *)ev + size - end));
 	c->tail += size;
 	q->count++;
 	return ev;
