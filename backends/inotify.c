@@ -248,9 +248,9 @@ static void child_event(struct notifyx *nx, struct nx_node *n, const struct inre
 	const char *path = r->name;
 	size_t len = r->name_len;
 
-	/* Most events are of a file in a root, whose path is its name, as the
-	 * kernel gave it (ended by a NUL within the record): no copy. */
-	if (n->parent || isdir || r->size == sizeof(struct inotify_event) + len) {
+	/* The path of an entry of a root is its name, used where the kernel
+	 * put it (ended by a NUL within the record): nothing to build. */
+	if (n->parent || r->size == sizeof(struct inotify_event) + len) {
 		path = in->path[0];
 		len = nx_ino_entry_path(in, n, r->name, r->name_len, 0);
 	}

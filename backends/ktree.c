@@ -125,12 +125,6 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
 	struct nx_node *s;
 	size_t n = 0;
 
-	if (*cap && (s = nx_subs_only(subs))) { /* nearly always: no loop */
-		if (stale(ctx, s))
-			return 0;
-		(*v)[0] = s;
-		return 1;
-	}
 	for (size_t si = 0; (s = nx_subs_get(subs, si)); si++) {
 		if (stale(ctx, s))
 			continue;

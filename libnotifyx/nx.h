@@ -167,12 +167,25 @@ size_t nx_node_name_len(const struct nx_node *n);
  * every node; else (low bit set) an array.  Newest first. */
 typedef uintptr_t nx_subs;
 
-/* The i-th node of s, NULL past the last: for (i = 0; (n = nx_subs_get(s, i)); i++). */
-struct nx_node *nx_subs_get(nx_subs s, size_t i);
-/* The node of s when it is its only one, else NULL. */
-static inline struct nx_node *nx_subs_only(nx_subs s)
+struct nx_subs_array {
+	size_t n, cap;
+	struct nx_node *v[];
+};
+
+static inline struct nx_subs_array *nx_subs_array(nx_subs s)
 {
-	return s & 1 ? NULL : (struct nx_node *)s;
+	return s & 1 ? (struct nx_subs_array *)(s & ~(uintptr_t)1) : NULL;
+}
+
+/* The i-th node of s, NULL past the last: for (i = 0; (n = nx_subs_get(s, i)); i++).
+ * Inline: every event of a directory goes through it. */
+static inline struct nx_node *nx_subs_get(nx_subs s, size_t i)
+{
+	struct nx_subs_array *a = nx_subs_array(s);
+
+	if (a)
+		return i < a->n ? a->v[i] : NULL;
+	return i == 0 ? (struct nx_node *)s : NULL;
 }
 int nx_subs_add(nx_subs *s, struct nx_node *n); /* -1 ENOMEM, s unchanged */
 void nx_subs_del(nx_subs *s, const struct nx_node *n); /* nothing when n is not in s */

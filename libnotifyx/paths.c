@@ -273,28 +273,9 @@ void nx_paths_free(struct nx_paths *t)
 
 /* ---- the nodes of one kernel object ---- */
 
-struct subs_array {
-	size_t n, cap;
-	struct nx_node *v[];
-};
-
-static struct subs_array *subs_array(nx_subs s)
-{
-	return s & 1 ? (struct subs_array *)(s & ~(uintptr_t)1) : NULL;
-}
-
-struct nx_node *nx_subs_get(nx_subs s, size_t i)
-{
-	struct subs_array *a = subs_array(s);
-
-	if (a)
-		return i < a->n ? a->v[i] : NULL;
-	return i == 0 ? (struct nx_node *)s : NULL;
-}
-
 int nx_subs_add(nx_subs *s, struct nx_node *n)
 {
-	struct subs_array *a = subs_array(*s);
+	struct nx_subs_array *a = nx_subs_array(*s);
 
 	if (!*s) {
 		*s = (uintptr_t)n;
@@ -302,7 +283,7 @@ int nx_subs_add(nx_subs *s, struct nx_node *n)
 	}
 	if (!a || a->n == a->cap) {
 		size_t cap = a ? a->cap * 2 : 4;
-		struct subs_array *b = realloc(a, sizeof(*b) + cap * sizeof(b->v[0]));
+		struct nx_subs_array *b = realloc(a, sizeof(*b) + cap * sizeof(b->v[0]));
 
 		if (!b) {
 			errno = ENOMEM;
@@ -324,7 +305,7 @@ int nx_subs_add(nx_subs *s, struct nx_node *n)
 
 void nx_subs_del(nx_subs *s, const struct nx_node *n)
 {
-	struct subs_array *a = subs_array(*s);
+	struct nx_subs_array *a = nx_subs_array(*s);
 	size_t i;
 
 	if (!a) {
@@ -345,6 +326,6 @@ void nx_subs_del(nx_subs *s, const struct nx_node *n)
 
 void nx_subs_free(nx_subs *s)
 {
-	free(subs_array(*s));
+	free(nx_subs_array(*s));
 	*s = 0;
 }
