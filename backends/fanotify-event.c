@@ -421,7 +421,7 @@ static bool rename_queued(struct notifyx *nx, const struct fanrec *r)
 	}
 	if (fd < 0)
 		return false;
-	over = nx_kt_rename_over(fd, name);
+	over = nx_kt_rename_over(nx, fd, name);
 	close(fd);
 	return over;
 }

@@ -278,7 +278,7 @@ static bool sync_holds(struct notifyx *nx)
 				in->sync_fd_kwd = kw->kwd;
 			}
 		}
-		if (nx_kt_rename_over(pfd, in->held_name[i][0] ? in->held_name[i] : NULL))
+		if (nx_kt_rename_over(nx, pfd, in->held_name[i][0] ? in->held_name[i] : NULL))
 			in->sync_kwd[in->nsync_kwd++] = kw->kwd;
 	}
 	in->sync_end = in->nsync_kwd ? in->len : 0;

@@ -144,7 +144,7 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
 	return n;
 }
 
-bool nx_kt_rename_over(int dfd, const char *name)
+bool nx_kt_rename_over(const struct notifyx *nx, int dfd, const char *name)
 {
 	static _Atomic unsigned long looked_up;
 	char never[64];
@@ -152,7 +152,7 @@ bool nx_kt_rename_over(int dfd, const char *name)
 
 	if (name && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT;
-	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)getpid(), ++looked_up);
+	snprintf(never, sizeof(never), ".notifyx-sync-%ld-%lu", (long)nx->pid, ++looked_up);
 	return fstatat(dfd, never, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 

@@ -108,8 +108,9 @@ size_t nx_kt_subscribers(struct notifyx *nx, nx_subs subs,
  * each move in a read ends on; a lookup makes no inotify or fanotify
  * event).  name NULL: a rename into dfd, whose new name is in the cache,
  * so that only the second lookup tells.  False when neither lookup could
- * tell (an error other than ENOENT). */
-bool nx_kt_rename_over(int dfd, const char *name);
+ * tell (an error other than ENOENT).  PID is nx's (a handle is used only
+ * by the process that opened it: no getpid() call per sync). */
+bool nx_kt_rename_over(const struct notifyx *nx, int dfd, const char *name);
 
 /* One walk: what the backend does at each directory, and how. */
 struct nx_kt_walk {
