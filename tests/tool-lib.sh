@@ -134,6 +134,11 @@ launch=
 start_watch() {
 	out=$1 d=$2
 	shift 2
+	# Emptied here first: the redirection below is made by the background
+	# child once it runs, which on a loaded machine can be after the first
+	# grep below, and a previous watch's output in OUT (a loop that reuses
+	# it) would pass for this one's probe before this one watches.
+	: >"$out"
 	$launch "$NX" watch "$@" "$d" >"$out" 2>"$out.err" &
 	pid=$!
 	k=0
