@@ -27,6 +27,7 @@ struct move {
 	size_t flen, tlen;
 	bool isdir, exchange, to_isdir;
 	uint32_t cookie;
+	uint32_t back_cookie; /* an exchange: the other object's way, between watches */
 	const struct fanid *fid; /* the object moved, when known */
 	const struct fanid *tfid; /* an exchange: the object moved the other way */
 	/* An arrival alone (by_ends): the move it is part of, and whether the
@@ -269,6 +270,16 @@ static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name,
 		      unseen || nx_fan_fs_mode(w) ? list : (w->flags & NOTIFYX_WATCH_RECURSIVE));
 }
 
+/* The other half of exchange m: the object that moved from m's to end to
+ * its from end, as a move of its own. */
+static struct move other_way(const struct move *m)
+{
+	return (struct move){ .from = m->to, .from_id = m->to_id, .fname = m->tname,
+			      .flen = m->tlen, .to = m->from, .to_id = m->from_id,
+			      .tname = m->fname, .tlen = m->flen, .isdir = m->to_isdir,
+			      .fid = m->tfid, .cookie = m->back_cookie, .src = m, .src_to = true };
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -278,12 +289,7 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	/* An exchange with a half overtaken: the other half is a move. */
 	if (m->exchange) {
 		bool x = overtaken(nx, w, m->fid, m, false), y = overtaken(nx, w, m->tfid, m, true);
-		struct move one = *m;
-		if (x && !y)
-			one = (struct move){ .from = m->to, .from_id = m->to_id, .fname = m->tname,
-					     .flen = m->tlen, .to = m->from, .to_id = m->from_id,
-					     .tname = m->fname, .tlen = m->flen,
-					     .isdir = m->to_isdir, .fid = m->tfid };
+		struct move one = x && !y ? other_way(m) : *m;
 		one.exchange = false;
 		one.tfid = NULL;
 		one.to_isdir = false;
@@ -305,12 +311,67 @@ static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_nod
 	nx_kt_rename(&r);
 }
 
+/* Move m's object left a/fname, where a's watch does not see it arrive:
+ * MOVED_OUT, with m's cookie when another watch sees it arrive. */
+static void depart(struct notifyx *nx, struct nx_node *a, const struct move *m, bool paired)
+{
+	struct fan *fa = fan_of(nx);
+	size_t len = nx_fan_entry_path(fa, a, m->fname, m->flen, 0);
+
+	if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
+		return;
+	if (left_unseen(nx, a, m->fname, m->flen, m->fid)) {
+		nx_map_del(&fa->skipped, nx_fan_place_key(m->fid->key, a, m->fname, m->flen));
+		return;
+	}
+	nx_fan_sup_take(fa, a, m->fname, m->flen);
+	if (m->isdir)
+		nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
+	nx_emit(nx, nx_node_watch(a), NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+		paired ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+}
+
+/* Move m's object arrived at b/tname, where b's watch did not see it leave:
+ * MOVED_IN, with m's cookie when another watch saw it leave. */
+static void arrive(struct notifyx *nx, struct nx_node *b, const struct move *m, bool paired)
+{
+	struct fan *fa = fan_of(nx);
+	size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
+
+	if (len == SIZE_MAX)
+		nx_fan_too_long(nx, b);
+	if (len == SIZE_MAX ||
+	    arrival_done(nx, b, m->tname, m->tlen, m->fid, m->src ? m->src : m, m->src_to))
+		return;
+	struct nx_watch *w = nx_node_watch(b);
+	nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
+	nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
+		paired ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+	if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
+		nx_fan_list_moved_in(nx, b, m->tname, m->tlen, m->fid,
+				     w->flags & NOTIFYX_WATCH_LIST);
+}
+
+/* Is node n's watch that of one of the nodes v[0..count)? */
+static bool watch_among(const struct nx_node *n, struct nx_node *const *v, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (nx_node_watch(v[i]) == nx_node_watch(n))
+			return true;
+	return false;
+}
+
+/* Move m, in each watch as much of it as the watch sees: a rename where it
+ * sees both ends, else a departure or an arrival; an exchange between two
+ * watches is a move each way (the departures first, each way with a cookie
+ * of its own, as inotify reports it). */
 static void do_move(struct notifyx *nx, const struct move *m)
 {
 	struct fan *fa = fan_of(nx);
 	size_t nf = nx_fan_subscribers(nx, move_from(fa, m), 0),
 	       nt = nx_fan_subscribers(nx, move_to(fa, m), 1);
 	struct nx_node **from = fa->vec[0], **to = fa->vec[1];
+	struct move back = m->exchange ? other_way(m) : (struct move){ 0 };
 
 	for (size_t i = 0; i < nf; i++) {
 		struct nx_node *a = from[i], *b = NULL;
@@ -326,42 +387,17 @@ static void do_move(struct notifyx *nx, const struct move *m)
 				rename_in_watch(nx, a, b, m);
 			continue;
 		}
-		size_t len = nx_fan_entry_path(fa, a, m->fname, m->flen, 0);
-		if (len == SIZE_MAX || end_done(nx, a, m->fname, m->flen, m->fid, true))
-			continue;
-		if (left_unseen(nx, a, m->fname, m->flen, m->fid)) {
-			nx_map_del(&fa->skipped, nx_fan_place_key(m->fid->key, a, m->fname, m->flen));
-			continue;
-		}
-		nx_fan_sup_take(fa, a, m->fname, m->flen);
-		if (m->isdir)
-			nx_fan_bury(nx, nx_node_find(&nx->paths, a, m->fname, m->flen));
-		nx_emit(nx, nx_node_watch(a), NOTIFYX_MOVED_OUT, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
-			nt ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
+		depart(nx, a, m, nt > 0);
 	}
-	for (size_t j = 0; j < nt; j++) {
-		struct nx_node *b = to[j];
-		bool paired = false;
-		if (b->dead)
-			continue;
-		for (size_t i = 0; i < nf && !paired; i++)
-			paired = nx_node_watch(from[i]) == nx_node_watch(b);
-		if (paired)
-			continue;
-		size_t len = nx_fan_entry_path(fa, b, m->tname, m->tlen, 0);
-		if (len == SIZE_MAX)
-			nx_fan_too_long(nx, b);
-		if (len == SIZE_MAX ||
-		    arrival_done(nx, b, m->tname, m->tlen, m->fid, m->src ? m->src : m, m->src_to))
-			continue;
-		struct nx_watch *w = nx_node_watch(b);
-		nx_fan_bury(nx, nx_node_find(&nx->paths, b, m->tname, m->tlen)); /* replaced */
-		nx_emit(nx, w, NOTIFYX_MOVED_IN, m->isdir ? NOTIFYX_EVENT_ISDIR : 0,
-			nf ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
-		if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
-			nx_fan_list_moved_in(nx, b, m->tname, m->tlen, m->fid,
-				      w->flags & NOTIFYX_WATCH_LIST);
-	}
+	for (size_t j = 0; j < nt && m->exchange; j++)
+		if (!to[j]->dead && !watch_among(to[j], from, nf))
+			depart(nx, to[j], &back, nf > 0);
+	for (size_t j = 0; j < nt; j++)
+		if (!to[j]->dead && !watch_among(to[j], from, nf))
+			arrive(nx, to[j], m, nf > 0);
+	for (size_t i = 0; i < nf && m->exchange; i++)
+		if (!from[i]->dead && !watch_among(from[i], to, nt))
+			arrive(nx, from[i], &back, nt > 0);
 }
 
 /* A move the table has part of: each end not done yet becomes a departure
@@ -441,6 +477,9 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	    r->fid.len && x.fid.len && !nx_fan_same_id(&r->fid, &x.fid)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
+		if (!++fa->cookie)
+			fa->cookie = 1;
+		m.back_cookie = fa->cookie;
 		m.tfid = &x.fid;
 		if (xpos == pos + r->size) {
 			used += x.size;

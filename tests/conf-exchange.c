@@ -348,6 +348,108 @@ ON_BOTH_WITH(exchange_two_dirs, exchange_dirs, 0)
 /* The same with the plain recursive watch alone on its handle. */
 ON_BOTH_WITH(exchange_two_dirs_alone, exchange_dirs, 1)
 
+/* An exchange between two watches of the handle (A/p with B/q; what
+ * dirs says of both: directories or files): inotify and fanotify
+ * report a move each way, MOVED_OUT then MOVED_IN of the name in each
+ * watch, the MOVED_OUT of one watch and the MOVED_IN of the other with the
+ * same non-zero cookie, ISDIR of the entry each describes.  Every backend:
+ * each watch's mirror (LIST) stays exact, and what arrived is watched where
+ * it is now. */
+static void exchange_between(struct tu_fix *f, const char *base, int dirs)
+{
+	const char *a = tu_path(base, "A"), *b = tu_path(base, "B");
+	int wd[2], k;
+	size_t from, out[2], in[2];
+
+	tu_mkdir(a);
+	tu_mkdir(b);
+	make_entry(tu_path(a, "p"), dirs, "ina");
+	make_entry(tu_path(b, "q"), dirs, "inb");
+	wd[0] = tu_add(&f->log, a, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	wd[1] = tu_add(&f->log, b, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE | NOTIFYX_WATCH_LIST);
+	conf_listed(&f->log, wd[0]);
+	conf_listed(&f->log, wd[1]);
+	tu_settle(&f->log);
+	from = f->log.n;
+	rename_exchange(tu_path(a, "p"), tu_path(b, "q"));
+	WAIT_FROM(&f->log, from, wd[0], 0, "p");
+	WAIT_FROM(&f->log, from, wd[1], 0, "q");
+	tu_settle(&f->log);
+	conf_mirror_equals(&f->log, wd[0], a, NULL, "A after the exchange");
+	conf_mirror_equals(&f->log, wd[1], b, NULL, "B after the exchange");
+	for (k = 0; k < 2 && !f->log.scanning; k++) {
+		const char *name = k ? "q" : "p";
+		size_t i, n = 0;
+
+		for (i = from; i < f->log.n; i++) {
+			const struct tu_ev *e = &f->log.ev[i];
+
+			if (e->wd != wd[k])
+				continue;
+			if (n < 2) {
+				uint32_t mask = n ? NOTIFYX_MOVED_IN : NOTIFYX_MOVED_OUT;
+
+				if (e->mask != mask || strcmp(e->path, name) || !e->cookie ||
+				    !!(e->flags & NOTIFYX_EVENT_ISDIR) != !!dirs) {
+					conf_dump(&f->log, "actual");
+					fail_msg("wd %d, event %zu after the exchange (#%zu): expected %s "
+						 "\"%s\" with a cookie%s", wd[k], n + 1, i, tu_mask_str(mask),
+						 name, dirs ? ", ISDIR" : "");
+				}
+				*(n ? &in[k] : &out[k]) = i;
+			} else if (!dirs || e->mask != NOTIFYX_CREATE ||
+				   !(e->flags & NOTIFYX_EVENT_SYNTHETIC)) {
+				conf_dump(&f->log, "actual");
+				fail_msg("wd %d: event #%zu after MOVED_OUT and MOVED_IN of \"%s\": only "
+					 "the arrival's contents may follow", wd[k], i, name);
+			}
+			n++;
+		}
+		if (n < 2) {
+			conf_dump(&f->log, "actual");
+			fail_msg("wd %d: %zu event(s) after the exchange: expected MOVED_OUT then "
+				 "MOVED_IN of \"%s\"", wd[k], n, name);
+		}
+	}
+	if (!f->log.scanning) {
+		for (k = 0; k < 2; k++)
+			if (f->log.ev[out[k]].cookie != f->log.ev[in[!k]].cookie) {
+				conf_dump(&f->log, "actual");
+				fail_msg("the MOVED_OUT of wd %d (cookie %u) and the MOVED_IN of wd %d "
+					 "(cookie %u) are one move: expected the same cookie", wd[k],
+					 f->log.ev[out[k]].cookie, wd[!k], f->log.ev[in[!k]].cookie);
+			}
+		if (f->log.ev[out[0]].cookie == f->log.ev[out[1]].cookie) {
+			conf_dump(&f->log, "actual");
+			fail_msg("the two ways of the exchange have one cookie");
+		}
+	}
+	if (dirs) { /* each watches what arrived, and not what left */
+		from = f->log.n;
+		tu_touch(tu_path(a, "p/new-a"));
+		tu_touch(tu_path(b, "q/new-b"));
+		WAIT_FROM(&f->log, from, wd[0], NOTIFYX_CREATE, "p/new-a");
+		WAIT_FROM(&f->log, from, wd[1], NOTIFYX_CREATE, "q/new-b");
+		tu_settle(&f->log);
+		for (size_t i = from; i < f->log.n; i++) {
+			const struct tu_ev *e = &f->log.ev[i];
+
+			if (strcmp(e->path, e->wd == wd[0] ? "p/new-a" : "q/new-b")) {
+				conf_dump(&f->log, "actual");
+				fail_msg("event #%zu: each watch reports only the file made in what "
+					 "arrived in it", i);
+			}
+		}
+		ONCE(&f->log, wd[0], NOTIFYX_CREATE, "p/new-a", NOTIFYX_EVENT_ISDIR, 0);
+		ONCE(&f->log, wd[1], NOTIFYX_CREATE, "q/new-b", NOTIFYX_EVENT_ISDIR, 0);
+		conf_mirror_equals(&f->log, wd[0], a, NULL, "A after creations");
+		conf_mirror_equals(&f->log, wd[1], b, NULL, "B after creations");
+	}
+	conf_no_error(&f->log);
+}
+ON_BOTH_WITH(exchange_between_watches_files, exchange_between, 0)
+ON_BOTH_WITH(exchange_between_watches_dirs, exchange_between, 1)
+
 /* Exchanges in a burst, read only at the end (fanotify merges unread events
  * of one object): new directories exchanged with each other, a file with a
  * directory in two other directories, a directory with an older one.  A
@@ -731,6 +833,8 @@ int conf_exchange_run(void)
 		TEST_BOTH(move_in_out_then_exchange),
 		TEST_BOTH(exchange_two_dirs),
 		TEST_BOTH(exchange_two_dirs_alone),
+		TEST_BOTH(exchange_between_watches_files),
+		TEST_BOTH(exchange_between_watches_dirs),
 		TEST_BOTH(exchange_burst),
 		TEST_BOTH(exchange_unread),
 		TEST_BOTH(exchange_two_files),
