@@ -597,14 +597,15 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 			rs->model = read_tree(nx, w, &r, dw.old);
 			if (!rs->model) {
 				rs->model = dw.old;
+				bool dir = r.failed_path[0] || (dw.old && nx_snode_isdir(dw.old));
 				if (errno != ENOENT && errno != ESTALE)
-					nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, errno, r.failed_path,
-						strlen(r.failed_path), NULL, 0);
+					nx_emit(nx, w, NOTIFYX_ERROR, dir ? NOTIFYX_EVENT_ISDIR : 0, 0,
+						errno, r.failed_path, strlen(r.failed_path), NULL, 0);
 				goto out;
 			}
 			if (r.partial_err)
-				nx_emit(nx, w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
-					strlen(r.partial_path), NULL, 0);
+				nx_emit(nx, w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, r.partial_err,
+					r.partial_path, strlen(r.partial_path), NULL, 0);
 		}
 		dw.cur = rs->model;
 		dw.flags = (flags & NOTIFYX_WATCH_RECURSIVE ? NX_SDIFF_RECURSIVE : 0) |

@@ -122,8 +122,9 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool
 	if (!t && sw->snap && !sw->failed && err != ENOENT) {
 		/* Part of the tree cannot be watched (descriptors, memory): said
 		 * once, until a read works again. */
-		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, err, r.failed_path,
-			strlen(r.failed_path), NULL, 0);
+		bool dir = r.failed_path[0] || nx_snode_isdir(sw->snap); /* "": the root */
+		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, dir ? NOTIFYX_EVENT_ISDIR : 0, 0, err,
+			r.failed_path, strlen(r.failed_path), NULL, 0);
 		sw->failed = true;
 	} else if (t && r.partial_err) {
 		/* Part of the tree could not be read (or its paths would not
@@ -131,8 +132,8 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool
 		 * entries left out, say).  What was left out is tried again
 		 * when its directory is read again. */
 		if (!sw->failed || r.partial_key != sw->err_key)
-			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, 0, 0, r.partial_err, r.partial_path,
-				strlen(r.partial_path), NULL, 0);
+			nx_emit(c->nx, sw->w, NOTIFYX_ERROR, NOTIFYX_EVENT_ISDIR, 0, r.partial_err,
+				r.partial_path, strlen(r.partial_path), NULL, 0);
 		sw->failed = true;
 		sw->err_key = r.partial_key;
 	} else if (t && !relist) {

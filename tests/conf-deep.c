@@ -205,7 +205,7 @@ static void deep_too_long(struct tu_fix *f, const char *base)
 	for (i = 0; i < (walks ? 2 : 1); i++) {
 		int wd = i ? plain : list;
 
-		k = ONCE(&f->log, wd, NOTIFYX_ERROR, NULL, 0, 0);
+		k = ONCE(&f->log, wd, NOTIFYX_ERROR, NULL, NOTIFYX_EVENT_ISDIR, NOTIFYX_EVENT_ISDIR);
 		TU_STREQ("ERROR path: the deepest directory that fits", fits, f->log.ev[k].path);
 		if (!f->log.ev[k].error)
 			fail_msg("ERROR without an errno");
