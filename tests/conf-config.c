@@ -13,6 +13,7 @@
 #endif
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,45 @@ static void config_flags_backend(void **state)
 		TU_ERRNO(tu_fmt("notifyx_open with backend %u", bad_backends[i]),
 			 open_cfg(&c) == NULL, EINVAL);
 	}
+}
+
+/* signal tunes dnotify alone: there it must be a real-time signal (EINVAL
+ * otherwise, the handle not made); the other backends open whatever it and
+ * poll_interval_ms say. */
+static void config_signal(void **state)
+{
+	int bad[] = { -1, SIGUSR1, SIGRTMIN - 1, SIGRTMAX + 1, 100000 };
+	struct notifyx_config c;
+	struct notifyx *nx;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&c, 0, sizeof c);
+		c.size = sizeof c;
+		c.backend = tu_backend;
+		c.poll_interval_ms = tu_interval_ms;
+		c.signal = bad[i];
+		if (tu_backend == NOTIFYX_BACKEND_DNOTIFY) {
+			TU_ERRNO(tu_fmt("notifyx_open of dnotify with signal %d", bad[i]),
+				 open_cfg(&c) == NULL, EINVAL);
+			continue;
+		}
+		if (!(nx = open_cfg(&c)))
+			fail_msg("notifyx_open with signal %d (which only dnotify uses): %s", bad[i],
+				 strerrorname_np(errno));
+		notifyx_close(nx);
+	}
+	memset(&c, 0, sizeof c);
+	c.size = sizeof c;
+	c.backend = tu_backend;
+	c.signal = SIGRTMIN + 3;
+	c.poll_interval_ms = tu_backend == NOTIFYX_BACKEND_POLL ||
+			     tu_backend == NOTIFYX_BACKEND_DNOTIFY ? tu_interval_ms : 12345;
+	nx = open_cfg(&c);
+	if (!nx)
+		fail_msg("notifyx_open with signal SIGRTMIN+3: %s", strerrorname_np(errno));
+	notifyx_close(nx);
 }
 
 /* Open with backend AUTO; returns the backend in use or 0 with *err set. */
@@ -334,6 +374,7 @@ int conf_config_run(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_size),
 		cmocka_unit_test(config_flags_backend),
+		cmocka_unit_test(config_signal),
 		cmocka_unit_test_setup_teardown(config_env, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(config_null_and_backend, env_setup, env_teardown),
 		cmocka_unit_test(names),

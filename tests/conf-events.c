@@ -748,6 +748,54 @@ static void order_of_one_watch(void **state)
 	       NOTIFYX_CLOSE_WRITE, "f", NOTIFYX_ATTRIB, "f", NOTIFYX_DELETE, "f", 0u);
 }
 
+/* Scanning backends see states: a file whose mtime alone is set is one
+ * MODIFY, one whose atime alone is set is not reported, one whose mode or
+ * owner changes is ATTRIB (API.md; inotify and fanotify report what the
+ * kernel says for these, which notifyx(7) lists). */
+static void scanned_times(void **state)
+{
+	struct tu_fix *f = F(state);
+	const char *p = tu_path(f->dir, "f");
+	struct timespec mtime_only[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+	struct timespec atime_only[2] = { { 1000000000, 0 }, { 0, UTIME_OMIT } };
+	size_t from, i;
+	int wd;
+
+	if (!f->log.scanning) {
+		print_message("[ SKIP     ] a rule of the scanning backends (dnotify, poll)\n");
+		skip();
+	}
+	tu_write(p, "data");
+	wd = tu_add(&f->log, f->dir, NOTIFYX_CREATE | NOTIFYX_MODIFY | NOTIFYX_ATTRIB, 0);
+	tu_settle(&f->log);
+	from = f->log.n;
+	assert_int_equal(utimensat(AT_FDCWD, p, mtime_only, 0), 0);
+	TU_WAIT(&f->log, wd, NOTIFYX_MODIFY, "f");
+	assert_int_equal(chmod(p, 0600), 0);
+	TU_WAIT(&f->log, wd, NOTIFYX_ATTRIB, "f");
+	if (geteuid() == 0) {
+		assert_int_equal(chown(p, 1, 1), 0);
+		TU_WAIT_FROM(&f->log, f->log.n, wd, NOTIFYX_ATTRIB, "f");
+	}
+	assert_int_equal(utimensat(AT_FDCWD, p, atime_only, 0), 0);
+	tu_touch(tu_path(f->dir, "mark"));
+	TU_WAIT(&f->log, wd, NOTIFYX_CREATE, "mark");
+	tu_settle(&f->log);
+	for (i = from; i < f->log.n; i++) {
+		const struct tu_ev *e = &f->log.ev[i];
+		uint32_t want = i == from ? NOTIFYX_MODIFY : i < f->log.n - 1 ? NOTIFYX_ATTRIB
+									     : NOTIFYX_CREATE;
+
+		if (e->mask != want || !(e->flags & NOTIFYX_EVENT_SYNTHETIC)) {
+			tu_dump(&f->log, "actual");
+			fail_msg("event #%zu: expected %s; the mtime alone is one MODIFY, mode and "
+				 "owner ATTRIB, the atime alone nothing", i, tu_mask_str(want));
+		}
+	}
+	TU_EQ("events: MODIFY, ATTRIB (mode), ATTRIB (owner, as root), CREATE mark",
+	      3 + (geteuid() == 0), f->log.n - from);
+}
+
 int conf_events_run(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +817,7 @@ int conf_events_run(void)
 		cmocka_unit_test_setup_teardown(move_to_unwatched, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(move_from_unwatched, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(exchange_dir_file, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(scanned_times, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(overflow_small_queue, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rm_watch_queued_then_nothing, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(sysctl_enospc_nothing_left, tu_setup, tu_teardown),
