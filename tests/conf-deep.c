@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,80 @@ static void deep_chain(struct tu_fix *f, const char *base)
 	free(subf);
 }
 ON_BOTH(deep_chain)
+
+/* The next record of f's handle, read whole into a buffer of exactly its
+ * size (want), after a read with 8 bytes less failed with EINVAL and left it
+ * there; its type, path and old path are checked. */
+static void read_exact(struct tu_fix *f, size_t want, uint32_t mask, const char *path,
+		       const char *old)
+{
+	static uint64_t buf[NOTIFYX_EVENT_MAX / 8];
+	const struct notifyx_event *e = (const void *)buf;
+	struct pollfd p = { .fd = notifyx_fd(f->nx), .events = POLLIN };
+	long end = tu_now_ms() + 10 * TU_WAIT_MS;
+	ssize_t n;
+
+	for (;;) { /* (a handle of the fixture does not block) */
+		errno = 0;
+		if ((n = notifyx_read(f->nx, buf, want - 8)) < 0 && errno == EAGAIN &&
+		    tu_now_ms() < end && poll(&p, 1, 100) >= 0)
+			continue;
+		break;
+	}
+	if (n >= 0 || errno != EINVAL)
+		fail_msg("notifyx_read with %zu bytes, 8 less than the %s record: %zd, %s (want "
+			 "EINVAL)", want - 8, tu_mask_str(mask), n, strerrorname_np(errno));
+	n = notifyx_read(f->nx, buf, want);
+	if (n != (ssize_t)want)
+		fail_msg("notifyx_read with exactly the %zu bytes of the %s record: %zd, %s", want,
+			 tu_mask_str(mask), n, n < 0 ? strerrorname_np(errno) : "");
+	TU_EQ("type", mask, e->mask);
+	TU_STREQ("path", path, notifyx_event_path(e));
+	if (old)
+		TU_STREQ("old path", old, notifyx_event_old_path(e));
+}
+
+/* The longest paths an event carries: a file PATH_MAX-1 characters below
+ * the root (16 long names, then the file), whose CREATE record is
+ * (32 + PATH_MAX + 7) & ~7 bytes; renamed to another such name, a RENAME of
+ * exactly NOTIFYX_EVENT_MAX bytes.  notifyx_read hands each out to a buffer
+ * of exactly its size, and a buffer 8 bytes shorter gets EINVAL with nothing
+ * consumed.  A name one character longer is an ERROR naming the directory. */
+static void path_max_edges(struct tu_fix *f, const char *base)
+{
+	const char *root = tu_path(base, "r");
+	char *dir = chain_rel('a', 16);
+	size_t len = PATH_MAX - 1 - strlen(dir) - 1;
+	char *x = strdup(long_name('x', len)), *y = strdup(long_name('y', len));
+	char *px = conf_join(dir, x), *py = conf_join(dir, y);
+	int bottom, wd;
+	size_t k;
+
+	assert_true(len > 0 && len < NAME_MAX && strlen(px) == PATH_MAX - 1);
+	tu_mkdir(root);
+	bottom = chain_at(conf_open_dir(root), 'a', 16, 1);
+	wd = tu_add(&f->log, root, NOTIFYX_CREATE | NOTIFYX_RENAME, NOTIFYX_WATCH_RECURSIVE);
+	tu_settle(&f->log);
+	touch_at(bottom, x);
+	read_exact(f, (sizeof(struct notifyx_event) + PATH_MAX + 7) & ~(size_t)7, NOTIFYX_CREATE,
+		   px, NULL);
+	if (renameat(bottom, x, bottom, y) < 0)
+		fail_msg("renameat: %s", strerror(errno));
+	read_exact(f, NOTIFYX_EVENT_MAX, NOTIFYX_RENAME, py, px);
+	touch_at(bottom, long_name('z', len + 1));
+	WAIT(&f->log, wd, NOTIFYX_ERROR, NULL);
+	tu_settle(&f->log);
+	k = ONCE(&f->log, wd, NOTIFYX_ERROR, NULL, NOTIFYX_EVENT_ISDIR, NOTIFYX_EVENT_ISDIR);
+	TU_STREQ("ERROR path: the directory", dir, f->log.ev[k].path);
+	TU_EQ("ERROR errno", ENAMETOOLONG, f->log.ev[k].error);
+	close(bottom);
+	free(py);
+	free(px);
+	free(y);
+	free(x);
+	free(dir);
+}
+ON_BOTH(path_max_edges)
 
 /* Below a short root, a chain of 17 long names: the 16th directory's
  * relative path fits (about 4000 characters), the 17th's does not.  Each
@@ -392,6 +467,7 @@ int conf_deep_run(void)
 	const struct CMUnitTest tests[] = {
 		TEST_BOTH(deep_chain),
 		TEST_BOTH(deep_too_long),
+		TEST_BOTH(path_max_edges),
 		TEST_BOTH(rm_rf_one),
 		TEST_BOTH(rm_rf_overlap),
 		TEST_BOTH(rm_rf_overlap_later),
