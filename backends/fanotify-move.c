@@ -352,11 +352,12 @@ static void arrive(struct notifyx *nx, struct nx_node *b, const struct move *m, 
 				     w->flags & NOTIFYX_WATCH_LIST);
 }
 
-/* Is node n's watch that of one of the nodes v[0..count)? */
-static bool watch_among(const struct nx_node *n, struct nx_node *const *v, size_t count)
+/* Is node n's watch that of one of the nodes v[0..count) (of a live one)? */
+static bool watch_among(const struct nx_node *n, struct nx_node *const *v, size_t count,
+			bool live)
 {
 	for (size_t i = 0; i < count; i++)
-		if (nx_node_watch(v[i]) == nx_node_watch(n))
+		if ((!live || !v[i]->dead) && nx_node_watch(v[i]) == nx_node_watch(n))
 			return true;
 	return false;
 }
@@ -389,14 +390,15 @@ static void do_move(struct notifyx *nx, const struct move *m)
 		}
 		depart(nx, a, m, nt > 0);
 	}
+	/* (Each way back pairs its ends as the way there did.) */
 	for (size_t j = 0; j < nt && m->exchange; j++)
-		if (!to[j]->dead && !watch_among(to[j], from, nf))
+		if (!to[j]->dead && !watch_among(to[j], from, nf, false))
 			depart(nx, to[j], &back, nf > 0);
 	for (size_t j = 0; j < nt; j++)
-		if (!to[j]->dead && !watch_among(to[j], from, nf))
+		if (!to[j]->dead && !watch_among(to[j], from, nf, false))
 			arrive(nx, to[j], m, nf > 0);
 	for (size_t i = 0; i < nf && m->exchange; i++)
-		if (!from[i]->dead && !watch_among(from[i], to, nt))
+		if (!from[i]->dead && !watch_among(from[i], to, nt, true))
 			arrive(nx, from[i], &back, nt > 0);
 }
 
