@@ -134,6 +134,25 @@ static bool exists_now(struct notifyx *nx, struct nx_node *n, const char *name, 
 	return there;
 }
 
+
+/* Directory n/name was created (the record's object, fa->cur_fid): it is
+ * listed by its name, with its entries reported.  Where the listing found
+ * another directory there, the one created moved on before the record was
+ * read (its move is still to be read): its entries are reported where it
+ * arrives (unlisted). */
+static void created_dir(struct notifyx *nx, struct nx_node *n, const char *name, size_t nlen)
+{
+	struct fan *fa = fan_of(nx);
+	const struct fanid *id = fa->cur_fid;
+	struct nx_node *c;
+	const struct kobj *k;
+
+	nx_fan_add_subdir(nx, n, name, nlen, true, true);
+	if (id && id->len && (c = nx_node_find(&nx->paths, n, name, nlen)) && !c->dead &&
+	    (k = c->kref) && k != nx_fan_kobj_find(fa, id) &&
+	    nx_map_put(&fa->unlisted, id->key, (void *)1) < 0)
+		nx_lost(nx, nx_node_watch(n));
+}
 /* An event on entry name of node n's directory. */
 static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, const char *name,
 			size_t nlen)
@@ -168,7 +187,7 @@ static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, co
 			if (isdir && nx_fan_fs_mode(w))
 				nx_fan_node_by_id(nx, n, name, nlen, fa->cur_fid);
 			else if (isdir && !nx_excluded(nx, w, fa->path[0], name))
-				nx_fan_add_subdir(nx, n, name, nlen, true, true);
+				created_dir(nx, n, name, nlen);
 		} else {
 			nx_emit(nx, w, types[i], flags, 0, 0, fa->path[0], len, NULL, 0);
 		}

@@ -129,6 +129,12 @@ struct fan {
 	 * dry: the copy may have it there, so an arrival there is not one the
 	 * copy never had. */
 	struct nx_map stale;
+	/* Keys of directories whose CREATE was reported but whose listing, by
+	 * name, found another directory there (inode marks: it had moved on,
+	 * and its old name was made again), until the queue is read dry: where
+	 * one arrives, its entries are reported (listed as its CREATE would
+	 * have listed them). */
+	struct nx_map unlisted;
 	struct nx_node *graveyard;
 	struct nx_node **vec[2];
 	size_t vec_cap[2];

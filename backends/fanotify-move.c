@@ -258,6 +258,13 @@ static bool move_done_in_part(struct notifyx *nx, const struct move *m)
 	return false;
 }
 
+/* Was directory id created, reported, and not listed (created_dir in
+ * fanotify-event.c)?  Then its entries are reported where it arrives. */
+static bool unlisted(struct fan *fa, const struct fanid *id)
+{
+	return id && fa->unlisted.len && nx_map_del(&fa->unlisted, id->key);
+}
+
 static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name, size_t len,
 		    bool theirs, bool unseen)
 {
@@ -265,9 +272,12 @@ static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name,
 	struct nx_watch *w = nx_node_watch(n);
 	bool list = w->flags & NOTIFYX_WATCH_LIST;
 
+	const struct fanid *id = theirs ? m->tfid : m->fid;
+
 	/* (With filesystem marks, listed where it arrives when LIST asks.) */
-	nx_fan_list_moved_in(r->nx, n, name, len, theirs ? m->tfid : m->fid,
-		      unseen || nx_fan_fs_mode(w) ? list : (w->flags & NOTIFYX_WATCH_RECURSIVE));
+	nx_fan_list_moved_in(r->nx, n, name, len, id,
+		      unseen || nx_fan_fs_mode(w) ? list || unlisted(fan_of(r->nx), id)
+						  : (w->flags & NOTIFYX_WATCH_RECURSIVE));
 }
 
 /* The other half of exchange m: the object that moved from m's to end to
@@ -349,7 +359,7 @@ static void arrive(struct notifyx *nx, struct nx_node *b, const struct move *m, 
 		paired ? m->cookie : 0, 0, fa->path[0], len, NULL, 0);
 	if (m->isdir && !nx_excluded(nx, w, fa->path[0], fa->path[0] + len - m->tlen))
 		nx_fan_list_moved_in(nx, b, m->tname, m->tlen, m->fid,
-				     w->flags & NOTIFYX_WATCH_LIST);
+				     (w->flags & NOTIFYX_WATCH_LIST) || unlisted(fa, m->fid));
 }
 
 /* Is node n's watch that of one of the nodes v[0..count) (of a live one)? */

@@ -692,6 +692,7 @@ void nx_fan_dry_point(struct notifyx *nx)
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	nx_map_free(&fa->skipped);
+	nx_map_free(&fa->unlisted);
 	nx_map_free(&fa->stale);
 	fa->epoch++; /* what was listed before is not ahead of what comes */
 	if (fa->ndeferred)
@@ -812,6 +813,7 @@ static void fan_close(struct notifyx *nx)
 	nx_map_free(&fa->suppress);
 	nx_map_free(&fa->listed);
 	nx_map_free(&fa->skipped);
+	nx_map_free(&fa->unlisted);
 	nx_map_free(&fa->stale);
 	nx_kt_free_grave(nx, &fa->graveyard);
 	for (size_t i = 0; i < fa->ndeferred; i++)

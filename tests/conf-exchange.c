@@ -497,14 +497,6 @@ static void exchange_unread(struct tu_fix *f, const char *base)
 	int wd;
 	size_t k, from;
 
-	if (notifyx_backend(f->nx) == NOTIFYX_BACKEND_FANOTIFY && geteuid() != 0) {
-		/* notifyx(7) BUGS: with inode marks, a directory made, filled
-		 * and renamed before its events are read, its name made again,
-		 * arrives as a MOVED_IN whose contents are not reported. */
-		print_message("[ SKIP     ] fanotify with inode marks: a known bug (notifyx(7) BUGS)\n");
-		free(w);
-		skip();
-	}
 	tu_mkdir(w);
 	wd = tu_add(&f->log, w, APPEAR | GO, NOTIFYX_WATCH_RECURSIVE);
 	make_entry(tu_path(w, "a"), 1, "in");
