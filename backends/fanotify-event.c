@@ -134,7 +134,6 @@ static bool exists_now(struct notifyx *nx, struct nx_node *n, const char *name, 
 	return there;
 }
 
-
 /* Directory n/name was created (the record's object, fa->cur_fid): it is
  * listed by its name, with its entries reported.  Where the listing found
  * another directory there, the one created moved on before the record was
@@ -153,6 +152,7 @@ static void created_dir(struct notifyx *nx, struct nx_node *n, const char *name,
 	    nx_map_put(&fa->unlisted, id->key, (void *)1) < 0)
 		nx_lost(nx, nx_node_watch(n));
 }
+
 /* An event on entry name of node n's directory. */
 static void child_event(struct notifyx *nx, struct nx_node *n, uint64_t mask, const char *name,
 			size_t nlen)

@@ -271,7 +271,6 @@ static void arrived(struct nx_kt_rename *r, struct nx_node *n, const char *name,
 	const struct move *m = r->ctx;
 	struct nx_watch *w = nx_node_watch(n);
 	bool list = w->flags & NOTIFYX_WATCH_LIST;
-
 	const struct fanid *id = theirs ? m->tfid : m->fid;
 
 	/* (With filesystem marks, listed where it arrives when LIST asks.) */
