@@ -261,7 +261,7 @@ static void deep_too_long(struct tu_fix *f, const char *base)
 	size_t k;
 	/* A recursive watch with filesystem marks that does not list does not
 	 * walk its tree (notifyx_add_watch(3)): fanotify as root. */
-	int walks = notifyx_backend(f->nx) != NOTIFYX_BACKEND_FANOTIFY || geteuid() != 0;
+	int walks = notifyx_backend(f->nx) != NOTIFYX_BACKEND_FANOTIFY || conf_inode_marks(f);
 
 	tu_mkdir(root);
 	close(chain_at(conf_open_dir(root), 'a', 17, 1));

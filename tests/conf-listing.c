@@ -329,7 +329,7 @@ static void listing_ahead_of_a_move(struct tu_fix *f, const char *base)
 	 * notifyx(7) BUGS: inode marks, which may not hear the moves of the
 	 * directory, take it from where the events have it, as they list it. */
 	struct conf_node *m = conf_node_new("", 0, 1);
-	bool inode_marks = notifyx_backend(f->nx) == NOTIFYX_BACKEND_FANOTIFY && geteuid() != 0;
+	bool inode_marks = conf_inode_marks(f);
 	if (inode_marks)
 		print_message("  fanotify with inode marks: the mirror only (notifyx(7) BUGS)\n");
 	for (size_t i = 0; i < f->log.n; i++) {

@@ -64,6 +64,14 @@ int conf_teardown(void **state)
 	return tu_teardown(state);
 }
 
+int conf_inode_marks(struct tu_fix *f)
+{
+	const char *max = getenv("NOTIFYX_FANOTIFY_INODE_MAX");
+
+	return notifyx_backend(f->nx) == NOTIFYX_BACKEND_FANOTIFY &&
+	       (geteuid() != 0 || (max && strcmp(max, "0")));
+}
+
 /* A private tmpfs at dir/fs (root only; the case is skipped otherwise). */
 const char *conf_on_tmpfs(struct tu_fix *f)
 {

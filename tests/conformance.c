@@ -325,7 +325,9 @@ int main(int argc, char **argv)
 	};
 
 	/* As root: filesystem marks, whatever the size of the tree (the
-	 * library's policy takes inode marks for small trees; see fanotify-repair.c). */
+	 * library's policy takes inode marks for small trees; see
+	 * fanotify-repair.c), unless the run says otherwise
+	 * (tests/conformance-fanotify-inode.sh: that policy). */
 	setenv("NOTIFYX_FANOTIFY_INODE_MAX", "0", 0);
 	struct notifyx *nx;
 	const char *name = argc > 1 ? argv[1] : "auto";

@@ -45,6 +45,11 @@ int conf_rescan_churn_run(void); /* conf-rescan-churn.c: RESCAN under constant c
  * ON_BOTH_WITH(name, fn, arg) those of fn(f, base, arg) named after name;
  * TEST_BOTH(name) is their two lines in a group's table. */
 const char *conf_on_tmpfs(struct tu_fix *f);  /* a private tmpfs at dir/fs */
+/* fanotify with inode marks: as nobody, or as root where the run lets the
+ * library's policy take them for small trees (NOTIFYX_FANOTIFY_INODE_MAX
+ * not 0: tests/per-backend.sh's -fanotify-inode; main sets it to 0, for
+ * filesystem marks, when the environment does not say). */
+int conf_inode_marks(struct tu_fix *f);
 /* tu_teardown, after removing what is below the directory through
  * descriptors (tu_rm_rf goes by absolute path, which a deep chain outgrows). */
 int conf_teardown(void **state);

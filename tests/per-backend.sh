@@ -7,6 +7,9 @@
 # name means.  BACKEND is inotify, fanotify, dnotify or poll, or one of:
 #   fanotify-user  fanotify as user nobody (no groups, no capabilities):
 #                  inode marks instead of filesystem marks
+#   fanotify-inode fanotify as root with the library's policy: inode marks
+#                  for small trees, as a program of the user's gets them
+#                  (tests/conformance takes filesystem marks as root)
 #   fanotify-fs    fanotify as root with filesystem marks, on a tmpfs in a
 #                  mount namespace of its own, so that the mark hears this
 #                  test only (then the kernel queue is unlimited)
@@ -23,6 +26,7 @@ name=${name%.sh}
 case $name in
 *-fanotify-user) backend=fanotify how=nobody ;;
 *-fanotify-fs) backend=fanotify how=fs ;;
+*-fanotify-inode) backend=fanotify how=inode ;;
 *) backend=${name##*-} how=plain ;;
 esac
 test=${name%-"$backend"*}
@@ -40,6 +44,9 @@ esac
 case $how in
 plain) exec "$@" "$backend" ;;
 nobody) exec "$top_srcdir/tests/as-nobody.sh" "$@" "$backend" ;;
+inode)
+	[ "$(id -u)" = 0 ] || { echo "SKIP: as root only (inode marks as nobody: -fanotify-user)"; exit 77; }
+	NOTIFYX_FANOTIFY_INODE_MAX=100000 exec "$@" "$backend" ;;
 fs)
 	[ "$(id -u)" = 0 ] || { echo "SKIP: filesystem marks need root"; exit 77; }
 	MIRROR_UNLIMITED_QUEUE=1 exec "$top_srcdir/tests/fanotify-private-tmp.sh" "$@" "$backend" ;;
