@@ -597,10 +597,12 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 			rs->model = read_tree(nx, w, &r, dw.old);
 			if (!rs->model) {
 				rs->model = dw.old;
-				bool dir = r.failed_path[0] || (dw.old && nx_snode_isdir(dw.old));
-				if (errno != ENOENT && errno != ESTALE)
+				if (errno != ENOENT && errno != ESTALE) {
+					/* ("": the root, which may be a file) */
+					bool dir = r.failed_path[0] || (dw.old && nx_snode_isdir(dw.old));
 					nx_emit(nx, w, NOTIFYX_ERROR, dir ? NOTIFYX_EVENT_ISDIR : 0, 0,
 						errno, r.failed_path, strlen(r.failed_path), NULL, 0);
+				}
 				goto out;
 			}
 			if (r.partial_err)
