@@ -2,7 +2,8 @@
 /*
  * Conformance test, the event rules of API.md ("Events"): what a watch
  * receives, IGNORED last, entries that appear and go, renames and moves,
- * exchange, OVERFLOW, ONESHOT, UNMOUNT, the watch limit.  Run from
+ * exchange, OVERFLOW and the default queue_max, ONESHOT, UNMOUNT, the watch
+ * limit.  Run from
  * conformance.c's main through conf_events_run().
  */
 #ifdef HAVE_CONFIG_H
@@ -623,6 +624,52 @@ static void overflow_small_queue(void **state)
 	notifyx_close(nx);
 }
 
+/* queue_max 0 means 16384 (API.md, "Configuration"): that many unread
+ * events are held, one more is lost behind an OVERFLOW.  A scanning backend
+ * shows it: one scan after the application read nothing finds every change.
+ * The other backends read the kernel's queue only as the application reads
+ * theirs, so there the kernel's own limit comes first. */
+static void default_queue_max(void **state)
+{
+	struct tu_fix *f = F(state);
+	const int held = 16384;
+	struct notifyx *nx;
+	struct tu_log log;
+	ssize_t at;
+	int wd, i;
+
+	if (!f->log.scanning) {
+		print_message("[ SKIP     ] the library reads the kernel's queue only as the application "
+			      "reads its own: the kernel's limit comes before queue_max\n");
+		skip();
+	}
+	nx = tu_open(NOTIFYX_NONBLOCK, 0);
+	assert_non_null(nx);
+	tu_log_init(&log, nx);
+	wd = tu_add(&log, f->dir, NOTIFYX_CREATE | NOTIFYX_DELETE, 0);
+	for (i = 0; i < held; i++)
+		tu_touch(tu_path(f->dir, tu_fmt("f%d", i)));
+	tu_sleep_ms((int)(3 * tu_interval_ms));
+	tu_settle(&log);
+	TU_EQ("OVERFLOWs after 16384 creations, read at once", 0,
+	      tu_count(&log, wd, NOTIFYX_OVERFLOW, NULL));
+	TU_EQ("CREATEs of 16384 creations", held, tu_count(&log, wd, NOTIFYX_CREATE, NULL));
+	/* 16385 changes: the 16384 files deleted, one made. */
+	tu_log_clear(&log);
+	for (i = 0; i < held; i++)
+		tu_unlink(tu_path(f->dir, tu_fmt("f%d", i)));
+	tu_touch(tu_path(f->dir, "one-more"));
+	tu_sleep_ms((int)(3 * tu_interval_ms));
+	tu_settle(&log);
+	at = tu_find(&log, 0, wd, NOTIFYX_OVERFLOW, NULL);
+	if (at < 0)
+		fail_msg("16385 changes read at once and no OVERFLOW (%zu events)", tu_count_wd(&log, wd));
+	TU_EQ("events before the OVERFLOW of 16385 changes", held, at);
+	TU_EQ("events of the watch", held + 1, tu_count_wd(&log, wd));
+	tu_log_free(&log);
+	notifyx_close(nx);
+}
+
 static void rm_watch_queued_then_nothing(void **state)
 {
 	struct tu_fix *f = F(state);
@@ -819,6 +866,7 @@ int conf_events_run(void)
 		cmocka_unit_test_setup_teardown(exchange_dir_file, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(scanned_times, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(overflow_small_queue, tu_setup, tu_teardown),
+		cmocka_unit_test_setup_teardown(default_queue_max, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(rm_watch_queued_then_nothing, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(sysctl_enospc_nothing_left, tu_setup, tu_teardown),
 		cmocka_unit_test_setup_teardown(sysctl_enospc_later, tu_setup, tu_teardown),
