@@ -3,8 +3,7 @@
  * Conformance test, the event rules of API.md ("Events"): what a watch
  * receives, IGNORED last, entries that appear and go, renames and moves,
  * exchange, OVERFLOW and the default queue_max, ONESHOT, UNMOUNT, the watch
- * limit.  Run from
- * conformance.c's main through conf_events_run().
+ * limit.  Run from conformance.c's main through conf_events_run().
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
