@@ -162,7 +162,7 @@ static bool has_kwd(const int *v, size_t n, int kwd)
  * may still come (read on, or wait), false when it is time to go on
  * without it.  drained: the kernel had nothing more to give.  The records
  * from later_at on (0: right after it) are those read after its move (a
- * MOVED_TO of its own pair is not). */
+ * MOVED_TO of its own pair is not, nor an exchange's reverse MOVED_FROM). */
 static bool held_from(struct notifyx *nx, size_t pos, size_t later_at, bool drained)
 {
 	struct ino *in = ino_of(nx);
@@ -441,7 +441,8 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		}
 		return true;
 	}
-	bool incomplete = false, to_isdir = false;
+	bool to_isdir = false;
+	size_t incomplete = 0;
 	uint32_t rcookie = 0;
 	m.to = nx_ino_kwatch(in, to.wd);
 	m.tname = to.name;
@@ -450,7 +451,7 @@ static bool moved_from(struct notifyx *nx, size_t pos, const struct inrec *r, bo
 		/* The reverse pair may follow: read on, or, when the read may
 		 * have ended inside the exchange, wait for it as for a second
 		 * half (sync_holds: the rename is over, or the hold's time). */
-		if (incomplete && held_from(nx, pos, tpos + to.size, drained))
+		if (incomplete && held_from(nx, pos, incomplete, drained))
 			return false;
 		nx_ino_consume(in, tpos);
 		nx_ino_do_move(nx, &m);
@@ -560,7 +561,8 @@ static int dropped_departure(struct notifyx *nx, size_t pos, const struct inrec 
 {
 	struct ino *in = ino_of(nx);
 	struct from_mark *fm = nx_ino_after_from(in, pos);
-	bool incomplete = false, to_isdir = false;
+	bool to_isdir = false;
+	size_t incomplete = 0;
 	uint32_t rcookie = 0;
 
 	if (!fm)

@@ -222,7 +222,7 @@ int nx_ino_walk(struct notifyx *nx, struct nx_node *n, int pfd, const char *name
 void nx_ino_consume(struct ino *in, size_t pos);
 void nx_ino_do_move(struct notifyx *nx, const struct move *m);
 size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
-	const struct inrec *to, bool *incomplete, bool *to_isdir, uint32_t *cookie);
+	const struct inrec *to, size_t *incomplete, bool *to_isdir, uint32_t *cookie);
 size_t nx_ino_find_moved_to(const struct ino *in, size_t pos, const struct inrec *from,
 	struct inrec *out);
 bool nx_ino_peek(const struct ino *in, size_t pos, struct inotify_event *ev);

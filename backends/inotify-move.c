@@ -306,15 +306,19 @@ static bool files_exchanged(struct notifyx *nx, const struct inrec *from, const 
 }
 
 /* After the pair (from, to) of an exchange, the kernel queues the reverse
- * pair; MOVE_SELF records of the moved entries may come between. */
+ * pair; MOVE_SELF records of the moved entries may come between.  When what
+ * is read may end inside the exchange, *incomplete is where the records
+ * read after it would start (after the reverse pair's MOVED_FROM when that
+ * is read: it was queued under the rename's lock, it does not show the
+ * rename over), else 0. */
 size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *from,
-			    const struct inrec *to, bool *incomplete, bool *to_isdir,
+			    const struct inrec *to, size_t *incomplete, bool *to_isdir,
 			    uint32_t *cookie)
 {
 	struct ino *in = ino_of(nx);
 	struct inrec r, t;
 
-	*incomplete = false;
+	*incomplete = 0;
 	for (; nx_inotify_decode(in->buf, in->len, pos, &r); pos += r.size) {
 		if (r.mask == 0 || (!r.name_len && (r.mask & IN_MOVE_SELF)))
 			continue;
@@ -323,7 +327,7 @@ size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *
 			return 0;
 		size_t tpos = nx_ino_find_moved_to(in, pos + r.size, &r, &t);
 		if (!tpos) {
-			*incomplete = true;
+			*incomplete = pos + r.size;
 			return 0;
 		}
 		if (t.wd != from->wd || t.name_len != from->name_len || memcmp(t.name, from->name, t.name_len))
@@ -339,7 +343,7 @@ size_t nx_ino_find_exchange(struct notifyx *nx, size_t pos, const struct inrec *
 		nx_ino_consume(in, tpos);
 		return pos;
 	}
-	*incomplete = true;
+	*incomplete = pos;
 	return 0;
 }
 
