@@ -588,7 +588,7 @@ ON_BOTH(exchange_two_files)
 /* ---- moves read after a listing that is ahead of them ----------------------- */
 
 enum ahead { AHEAD_ARRIVAL, AHEAD_CROSSED, AHEAD_HALF, AHEAD_MOVED_ON, AHEAD_CREATED,
-	     AHEAD_INTO };
+	     AHEAD_INTO, AHEAD_TAKEN };
 
 /* Is path a proper ancestor of p? */
 static int below(const char *path, const char *p)
@@ -621,7 +621,12 @@ static int below(const char *path, const char *p)
  *  - INTO: "p" moves in, then into the watch's directory "e" as e/p2, out
  *    of it again as "p3", and "e" moves into it (the listing has e below
  *    p): the move of p into e is not reported with a path below the other,
- *    and p's old name leaves the mirror.
+ *    and p's old name leaves the mirror;
+ *  - TAKEN: "c" is made with c/d holding a file, the watch's directory "e"
+ *    is renamed "e3" and exchanged with c/d (the listing of c has e's
+ *    directory at c/d): the rename of "e", read after, does not bring what
+ *    the mirror had at "e" to "e3", where c/d's directory is by then
+ *    (bench/seeds.sh, fanotify seed 522).
  * No RENAME has a path below the other, and the mirror (LIST) equals the
  * tree. */
 static void listing_ahead(struct tu_fix *f, const char *base, enum ahead how)
@@ -671,6 +676,12 @@ static void listing_ahead(struct tu_fix *f, const char *base, enum ahead how)
 		tu_rename(tu_path(w, "e/p2"), tu_path(w, "p3"));
 		tu_rename(tu_path(w, "e"), tu_path(w, "p3/e"));
 		break;
+	case AHEAD_TAKEN:
+		tu_mkdir(tu_path(w, "c"));
+		make_entry(tu_path(w, "c/d"), 1, "d");
+		tu_rename(tu_path(w, "e"), tu_path(w, "e3"));
+		rename_exchange(tu_path(w, "e3"), tu_path(w, "c/d"));
+		break;
 	case AHEAD_CREATED:
 		tu_rename(tu_path(out, "p"), tu_path(w, "p"));
 		make_entry(tu_path(w, "p/in2/x"), 1, "x");
@@ -702,6 +713,7 @@ ON_BOTH_WITH(ahead_half, listing_ahead, AHEAD_HALF)
 ON_BOTH_WITH(ahead_moved_on, listing_ahead, AHEAD_MOVED_ON)
 ON_BOTH_WITH(ahead_created, listing_ahead, AHEAD_CREATED)
 ON_BOTH_WITH(ahead_into, listing_ahead, AHEAD_INTO)
+ON_BOTH_WITH(ahead_taken, listing_ahead, AHEAD_TAKEN)
 
 /* ---- an exchange while the watch lists ------------------------------------ */
 
@@ -836,6 +848,7 @@ int conf_exchange_run(void)
 		TEST_BOTH(ahead_moved_on),
 		TEST_BOTH(ahead_created),
 		TEST_BOTH(ahead_into),
+		TEST_BOTH(ahead_taken),
 		TEST_BOTH(exchange_while_listed),
 		TEST_BOTH(exchange_while_repaired),
 		TEST_BOTH(moved_on_while_listed),
