@@ -303,6 +303,21 @@ static struct move other_way(const struct move *m)
 			      .fid = m->tfid, .cookie = m->back_cookie, .src = m, .src_to = true };
 }
 
+/* Move m as seen from one side only (by_ends): its departure, and its
+ * arrival, which knows the move it is part of (arrival_done). */
+static struct move departure_of(const struct move *m)
+{
+	return (struct move){ .from = m->from, .from_id = m->from_id, .fname = m->fname,
+			      .flen = m->flen, .isdir = m->isdir, .fid = m->fid };
+}
+
+static struct move arrival_of(const struct move *m)
+{
+	return (struct move){ .to = m->to, .to_id = m->to_id, .tname = m->tname, .tlen = m->tlen,
+			      .isdir = m->isdir, .fid = m->fid, .src = m->src ? m->src : m,
+			      .src_to = m->src_to };
+}
+
 static void rename_in_watch(struct notifyx *nx, struct nx_node *a, struct nx_node *b,
 			    const struct move *m)
 {
@@ -429,15 +444,9 @@ static void do_move(struct notifyx *nx, const struct move *m)
  * or an arrival (the departures first), as seen from one side only. */
 static void by_ends(struct notifyx *nx, const struct move *m)
 {
-	struct move out = { .from = m->from, .from_id = m->from_id, .fname = m->fname,
-			    .flen = m->flen, .isdir = m->isdir, .fid = m->fid };
-	struct move in = { .to = m->to, .to_id = m->to_id, .tname = m->tname, .tlen = m->tlen,
-			   .isdir = m->isdir, .fid = m->fid, .src = m };
-	struct move back_out = { .from = m->to, .from_id = m->to_id, .fname = m->tname,
-				 .flen = m->tlen, .isdir = m->to_isdir, .fid = m->tfid };
-	struct move back_in = { .to = m->from, .to_id = m->from_id, .tname = m->fname,
-				.tlen = m->flen, .isdir = m->to_isdir, .fid = m->tfid, .src = m,
-				.src_to = true };
+	struct move back = m->exchange ? other_way(m) : (struct move){ 0 };
+	struct move out = departure_of(m), in = arrival_of(m);
+	struct move back_out = departure_of(&back), back_in = arrival_of(&back);
 
 	do_move(nx, &out);
 	if (m->exchange)
@@ -455,6 +464,14 @@ bool nx_fan_same_id(const struct fanid *a, const struct fanid *b)
 static bool same_name(const struct fanname *a, const struct fanname *b)
 {
 	return a->len == b->len && (!a->len || !memcmp(a->name, b->name, a->len));
+}
+
+/* A cookie for the next move, never 0 (which says: no cookie). */
+static uint32_t next_cookie(struct fan *fa)
+{
+	if (!++fa->cookie)
+		fa->cookie = 1;
+	return fa->cookie;
 }
 
 /* FAN_RENAME at pos.  An exchange is two FAN_RENAMEs, the second the
@@ -491,10 +508,8 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	 * its tree (see current() in fanotify-fs.c). */
 	if ((r->mask & FAN_ONDIR) && fa->lazy_outside.len)
 		nx_map_free(&fa->lazy_outside);
-	if (!++fa->cookie)
-		fa->cookie = 1;
+	m.cookie = next_cookie(fa);
 
-	m.cookie = fa->cookie;
 	size_t xpos = nx_fan_next_rename(fa->buf, fa->len, pos, r);
 	if (xpos < fa->len && nx_fan_decode(fa->buf, fa->len, xpos, &x) &&
 	    nx_fan_same_id(&x.odfid, &r->ndfid) && nx_fan_same_id(&x.ndfid, &r->odfid) &&
@@ -502,9 +517,7 @@ size_t nx_fan_rename_event(struct notifyx *nx, size_t pos, const struct fanrec *
 	    r->fid.len && x.fid.len && !nx_fan_same_id(&r->fid, &x.fid)) {
 		m.exchange = true;
 		m.to_isdir = x.mask & FAN_ONDIR;
-		if (!++fa->cookie)
-			fa->cookie = 1;
-		m.back_cookie = fa->cookie;
+		m.back_cookie = next_cookie(fa);
 		m.tfid = &x.fid;
 		if (xpos == pos + r->size) {
 			used += x.size;

@@ -597,12 +597,10 @@ static void repair(struct notifyx *nx, struct nx_watch *w)
 			rs->model = read_tree(nx, w, &r, dw.old);
 			if (!rs->model) {
 				rs->model = dw.old;
-				if (errno != ENOENT && errno != ESTALE) {
-					/* ("": the root, which may be a file) */
-					bool dir = r.failed_path[0] || (dw.old && nx_snode_isdir(dw.old));
-					nx_emit(nx, w, NOTIFYX_ERROR, dir ? NOTIFYX_EVENT_ISDIR : 0, 0,
-						errno, r.failed_path, strlen(r.failed_path), NULL, 0);
-				}
+				if (errno != ENOENT && errno != ESTALE)
+					nx_emit(nx, w, NOTIFYX_ERROR,
+						nx_sread_failed_isdir(&r, dw.old) ? NOTIFYX_EVENT_ISDIR : 0,
+						0, errno, r.failed_path, strlen(r.failed_path), NULL, 0);
 				goto out;
 			}
 			if (r.partial_err)

@@ -122,8 +122,8 @@ static struct nx_snode *read_tree(struct scan_ctx *c, struct nx_swatch *sw, bool
 	if (!t && sw->snap && !sw->failed && err != ENOENT) {
 		/* Part of the tree cannot be watched (descriptors, memory): said
 		 * once, until a read works again. */
-		bool dir = r.failed_path[0] || nx_snode_isdir(sw->snap); /* "": the root */
-		nx_emit(c->nx, sw->w, NOTIFYX_ERROR, dir ? NOTIFYX_EVENT_ISDIR : 0, 0, err,
+		nx_emit(c->nx, sw->w, NOTIFYX_ERROR,
+			nx_sread_failed_isdir(&r, sw->snap) ? NOTIFYX_EVENT_ISDIR : 0, 0, err,
 			r.failed_path, strlen(r.failed_path), NULL, 0);
 		sw->failed = true;
 	} else if (t && r.partial_err) {

@@ -102,6 +102,14 @@ struct nx_sread {
 	char partial_path[PATH_MAX];
 };
 
+/* Whether the place of a failed read (r->failed_path) is a directory, for
+ * the ISDIR of its ERROR: any place below the root is; the root ("") is
+ * when the tree read before (old, may be NULL) says so. */
+static inline bool nx_sread_failed_isdir(const struct nx_sread *r, const struct nx_snode *old)
+{
+	return r->failed_path[0] || (old && nx_snode_isdir(old));
+}
+
 /* Reads the tree at fd (any descriptor of the root, O_PATH included).  The
  * root is a directory (listed, and entered below when recursive) or any
  * other file (no listing).  Returns NULL with errno on failure; entries that
